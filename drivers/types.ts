@@ -1,0 +1,188 @@
+/**
+ * The driver contract. A driver turns one backend (a disk, a bucket, a remote server) into objects and
+ * byte streams; it never sees mount paths, users, permissions or meta rules — the VFS owns those.
+ *
+ * Paths given to and returned by drivers are *driver paths*: absolute within the storage (`/` is the
+ * storage's root as configured, e.g. Local's root_folder_path), normalised by `src/paths.ts`, never
+ * containing `..`. Every Obj a driver returns carries its driver path, so later calls can find it.
+ *
+ * Required: `init`, `drop`, `list`, `link`. Everything else is optional: implement the method and the
+ * capability exists (see `capabilitiesOf`). Never implement a method only to throw "not supported".
+ *
+ * Error contract (checked by drivers/conformance): throw `VfsError` with
+ *   NOT_FOUND  when the object or a parent is missing,
+ *   EXISTS     when creating over an existing name (mkdir over a file, rename/move/copy onto an entry),
+ *   NOT_A_DIR  when listing a file or using a file as a parent,
+ *   IS_A_DIR   when linking/putting over a directory,
+ *   UPSTREAM   for backend I/O failures (keep the native error as `cause`),
+ *   INVALID    for names the backend cannot hold.
+ */
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+
+/** A plain, immutable record describing one file or folder. No methods: it caches and serialises. */
+export interface Obj {
+  readonly name: string;
+  /** Driver path (see above). The root folder's path is `/` and its name is ''. */
+  readonly path: string;
+  /** Bytes; 0 for folders. */
+  readonly size: number;
+  readonly isDir: boolean;
+  readonly modified: Date;
+  readonly created?: Date;
+  /** Backend id, for id-based backends. */
+  readonly id?: string;
+  /** Known content hashes, lowercase hex keyed by algorithm (`md5`, `sha1`, `sha256`). */
+  readonly hashes?: Readonly<Record<string, string>>;
+  readonly thumb?: string;
+}
+
+export interface ByteRange {
+  /** First byte, inclusive. */
+  start: number;
+  /** Last byte, inclusive; undefined = to the end. */
+  end?: number;
+}
+
+/**
+ * How to fetch a file's bytes. `vfs/link.ts` turns any kind into a range-readable stream, so adapters
+ * never branch on it except REST/WebDAV redirects (only `url` links may be handed to clients).
+ */
+export type Link =
+  | { kind: 'url'; url: string; headers?: Record<string, string>; expiresAt?: Date }
+  | { kind: 'range'; size: number; open(range: ByteRange | undefined, signal?: AbortSignal): Promise<Readable> }
+  | { kind: 'file'; path: string; size: number };
+
+export interface CallArgs {
+  signal?: AbortSignal;
+}
+
+export interface PutArgs extends CallArgs {
+  /** Final name inside `dstDir` (already validated). */
+  name: string;
+  /** Byte count when known; undefined for streams of unknown length. */
+  size?: number;
+  /** mtime to set on the new file (upload's Last-Modified, X-OC-Mtime). */
+  modified?: Date;
+  hashes?: Record<string, string>;
+  onProgress?(bytesWritten: number): void;
+}
+
+/**
+ * A mounted backend instance. Optional methods define capabilities. Writes must be atomic where the
+ * backend allows: a `put` that fails or is aborted (signal, stream error) leaves nothing under the
+ * final name and no temporary file behind. `put` replaces an existing file of the same name.
+ */
+export interface Driver {
+  /** Connect/validate. Throwing here puts the storage in error status; it must not hang (honour signal). */
+  init(signal: AbortSignal): Promise<void>;
+  /** Release connections and handles. Must not throw. */
+  drop(): Promise<void>;
+  /** Children of a folder, in the backend's order. */
+  list(dir: Obj, args: CallArgs): Promise<Obj[]>;
+  /** How to read a file. */
+  link(file: Obj, args: CallArgs): Promise<Link>;
+
+  /** Direct lookup by driver path; without it the VFS finds the name in the parent's listing. */
+  get?(path: string, args: CallArgs): Promise<Obj>;
+  mkdir?(parent: Obj, name: string, args: CallArgs): Promise<Obj | void>;
+  /** Same folder, new name. Fails with EXISTS if the new name is taken. */
+  rename?(obj: Obj, newName: string, args: CallArgs): Promise<Obj | void>;
+  /** Into another folder of the same storage, same name. Fails with EXISTS if taken. */
+  move?(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj | void>;
+  /** Recursive copy into another folder of the same storage, same name. Fails with EXISTS if taken. */
+  copy?(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj | void>;
+  /** Remove a file or a folder with everything under it. */
+  remove?(obj: Obj, args: CallArgs): Promise<void>;
+  put?(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj | void>;
+  /** Set a file's mtime (SFTP SETSTAT, WebDAV X-OC-Mtime after the fact). */
+  setModified?(obj: Obj, modified: Date, args: CallArgs): Promise<void>;
+  /** Space figures for quota properties and statvfs, where the backend knows them. */
+  usage?(args: CallArgs): Promise<{ total?: number; free?: number; used?: number }>;
+}
+
+export interface Capabilities {
+  canGet: boolean;
+  canMkdir: boolean;
+  canRename: boolean;
+  canMove: boolean;
+  canCopy: boolean;
+  canRemove: boolean;
+  canPut: boolean;
+  canSetModified: boolean;
+  canUsage: boolean;
+}
+
+/** Worked out once at mount time from which methods exist (and the no_upload flag). */
+export function capabilitiesOf(d: Driver, flags: Pick<DriverConfigFlags, 'no_upload'>): Capabilities {
+  return {
+    canGet: typeof d.get === 'function',
+    canMkdir: typeof d.mkdir === 'function',
+    canRename: typeof d.rename === 'function',
+    canMove: typeof d.move === 'function',
+    canCopy: typeof d.copy === 'function',
+    canRemove: typeof d.remove === 'function',
+    canPut: typeof d.put === 'function' && !flags.no_upload,
+    canSetModified: typeof d.setModified === 'function',
+    canUsage: typeof d.usage === 'function',
+  };
+}
+
+/** AList's driver `config` object, exposed verbatim by /api/admin/driver/info. */
+export interface DriverConfigFlags {
+  name: string;
+  local_sort: boolean;
+  only_local: boolean;
+  only_proxy: boolean;
+  no_cache: boolean;
+  no_upload: boolean;
+  need_ms: boolean;
+  default_root: string;
+  alert: string;
+}
+
+export type OptionType = 'string' | 'number' | 'bool' | 'select' | 'text';
+
+/** One driver-specific option (an AList `additional` item). */
+export interface OptionSpec {
+  readonly name: string;
+  readonly type: OptionType;
+  /** Default as text, as AList shows it; also what the option gets when omitted. */
+  readonly default?: string;
+  /** For select: comma-separated allowed values. */
+  readonly options?: string;
+  readonly required?: boolean;
+  readonly help?: string;
+  /** Never logged; still returned to admins in the storage's `addition` (AList does the same). */
+  readonly secret?: boolean;
+}
+
+type ValueOf<T extends OptionType> = T extends 'number' ? number : T extends 'bool' ? boolean : string;
+
+/** The typed options object a driver receives, derived from its `as const` option list. */
+export type OptionValues<O extends readonly OptionSpec[]> = {
+  [K in O[number] as K['name']]: ValueOf<K['type']>;
+};
+
+export interface DriverContext {
+  log: Logger;
+  /** treegate's data directory (for drivers that keep state, e.g. temp files). */
+  dataDir: string;
+}
+
+/** Declarative data for the shared conformance suite: opt-outs live here, never in test code. */
+export interface ConformanceOpts {
+  /** The backend cannot keep mtimes set by put/setModified to the second. */
+  noMtime?: boolean;
+  /** The backend cannot store empty folders (S3 without placeholders). */
+  noEmptyDirs?: boolean;
+  /** Names the backend cannot hold, as reasons keyed by case id (e.g. `'backslash': 'FTP'`). */
+  unsupportedNames?: Record<string, string>;
+}
+
+export interface DriverDefinition<O extends readonly OptionSpec[] = readonly OptionSpec[]> {
+  readonly config: DriverConfigFlags;
+  readonly options: O;
+  readonly conformance?: ConformanceOpts;
+  create(options: OptionValues<O>, ctx: DriverContext): Driver;
+}

@@ -1,0 +1,100 @@
+/**
+ * buildRestApp(core) → a fastify instance with every REST route (no listen), testable with inject().
+ * One error handler renders AList's envelope; one hook logs one line per request; unknown /api
+ * routes answer an envelope with code 404.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerFactory } from 'fastify';
+import { parse as parseQuery } from 'node:querystring';
+import type { Core } from '../../src/core.js';
+import type { AccessContext, Principal } from '../../src/auth/principal.js';
+import type { UserRecord } from '../../src/store/types.js';
+import { errorHandler } from './envelope.js';
+import { registerAuth } from './auth.js';
+import authRoutes from './routes/auth.js';
+import meRoutes from './routes/me.js';
+import publicRoutes from './routes/public.js';
+import adminUserRoutes from './routes/admin-user.js';
+import adminSettingRoutes from './routes/admin-setting.js';
+import fsReadRoutes from './routes/fs-read.js';
+import fsWriteRoutes from './routes/fs-write.js';
+import fsUploadRoutes from './routes/fs-upload.js';
+import downloadRoutes from './routes/download.js';
+import adminStorageRoutes from './routes/admin-storage.js';
+import adminMetaRoutes from './routes/admin-meta.js';
+import adminDriverRoutes from './routes/admin-driver.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The caller: a logged-in user, the guest (when enabled), or null before the auth hook ran. */
+    principal: Principal | null;
+    /** The caller's user record (same moment as principal). */
+    user: UserRecord | null;
+  }
+}
+
+/** The AccessContext for a REST request; `password` is the meta path password the client sent. */
+export function accessContext(req: FastifyRequest, password?: string): AccessContext {
+  if (!req.principal) throw new Error('accessContext before auth');
+  return { principal: req.principal, protocol: 'rest', ip: req.ip, password: password || undefined };
+}
+
+export interface RestAppOptions {
+  /** Lets server.ts put the WebDAV handler in front of fastify on the same HTTP server. */
+  serverFactory?: FastifyServerFactory;
+}
+
+export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promise<FastifyInstance> {
+  const proxies = core.config.trusted_proxies;
+  const app = Fastify({
+    loggerInstance: core.log.child({ proto: 'rest' }) as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: core.config.max_json_body,
+    trustProxy: proxies.length ? proxies : false,
+    return503OnClosing: true,
+    ...(opts.serverFactory ? { serverFactory: opts.serverFactory } : {}),
+  });
+
+  app.decorateRequest('principal', null);
+  app.decorateRequest('user', null);
+  app.setErrorHandler(errorHandler);
+
+  // AList reads bodies as JSON whatever the content type (clients often send none), and forms too.
+  app.removeContentTypeParser(['application/json', 'text/plain']);
+  app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
+    const text = (body as string).trim();
+    if (text === '') return done(null, undefined);
+    const type = String(req.headers['content-type'] ?? '');
+    if (type.startsWith('application/x-www-form-urlencoded')) return done(null, { ...parseQuery(text) });
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      const err = new SyntaxError('malformed JSON body') as SyntaxError & { statusCode: number };
+      err.statusCode = 400;
+      done(err, undefined);
+    }
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info(
+      { method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime), user: req.user?.username ?? '' },
+      'request',
+    );
+  });
+
+  app.setNotFoundHandler(async (req, reply) => {
+    if (req.url.startsWith('/api/')) return reply.code(200).send({ code: 404, message: `route not found: ${req.method} ${req.url.split('?')[0]}`, data: null });
+    return reply.code(404).type('text/plain').send('404 page not found');
+  });
+
+  app.all('/ping', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('pong'));
+
+  registerAuth(app, core);
+  for (const routes of [
+    authRoutes, meRoutes, publicRoutes, adminUserRoutes, adminSettingRoutes,
+    fsReadRoutes, fsWriteRoutes, fsUploadRoutes, downloadRoutes,
+    adminStorageRoutes, adminMetaRoutes, adminDriverRoutes,
+  ]) {
+    await app.register(routes, { core });
+  }
+  return app;
+}

@@ -1,0 +1,157 @@
+/**
+ * Accounts: the one place that decides whether a username + secret is a valid login, for every
+ * protocol. REST, WebDAV and SFTP call `authenticate` (or the cached variant for per-request Basic
+ * auth) and map the result's `reason` to their own wire answer.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { authenticator } from 'otplib';
+import type { Store } from '../store/store.js';
+import type { UserRecord } from '../store/types.js';
+import { ROLE, can, type Principal, type Protocol, type Role } from './principal.js';
+import { hashPassword, newSalt, staticHash, verifyStatic } from './passwords.js';
+import { LoginThrottle } from './throttle.js';
+import { normalize } from '../paths.js';
+
+export type LoginFailure =
+  | 'throttled' // too many failures from this IP
+  | 'no_user' // unknown username
+  | 'bad_password'
+  | 'otp_required' // user has 2FA and no/wrong code was given
+  | 'disabled'
+  | 'protocol_denied'; // the user lacks the protocol's login bit (WebDAV/SFTP)
+
+export type LoginResult = { ok: true; user: UserRecord; principal: Principal } | { ok: false; reason: LoginFailure };
+
+export interface LoginRequest {
+  username: string;
+  /** Exactly one of plain / hashed. */
+  password?: string;
+  /** AList's static hash (from /api/auth/login/hash). */
+  hashed?: string;
+  /** TOTP code; checked only when the user has 2FA. */
+  otp?: string;
+  ip: string;
+  protocol: Protocol;
+  /**
+   * Whether a missing 2FA code is acceptable (WebDAV Basic cannot carry one; see README for the
+   * policy). REST and SFTP keyboard-interactive pass false.
+   */
+  skipOtp?: boolean;
+}
+
+/** How long a verified Basic credential is trusted without re-running scrypt. */
+const CREDENTIAL_TTL_MS = 60_000;
+
+export function principalOf(u: UserRecord): Principal {
+  return {
+    userId: u.id,
+    username: u.username,
+    role: u.role as Role,
+    basePath: normalize(u.base_path || '/'),
+    permission: u.permission,
+    disabled: u.disabled,
+    otp: u.otp_secret !== '',
+    pwdTs: u.pwd_ts,
+  };
+}
+
+export function checkTotp(secret: string, code: string): boolean {
+  if (!/^\d{6}$/.test(code)) return false;
+  const totp = authenticator.clone({ window: 1 });
+  return totp.check(code, secret);
+}
+
+export class Accounts {
+  readonly throttle = new LoginThrottle();
+  /** keyed digest of (username, password) → the user id and pwd_ts it was verified for. */
+  private readonly verified = new Map<string, { userId: number; pwdTs: number; until: number }>();
+  private readonly cacheKey = randomBytes(32);
+
+  constructor(private readonly store: Store) {
+    store.onExternalChange(() => this.verified.clear());
+  }
+
+  async byName(username: string): Promise<UserRecord | undefined> {
+    return (await this.store.users.findBy('username', username))[0];
+  }
+
+  async byId(id: number): Promise<UserRecord | undefined> {
+    return this.store.users.get(id);
+  }
+
+  async guest(): Promise<UserRecord | undefined> {
+    return (await this.store.users.findBy('role', ROLE.GUEST))[0];
+  }
+
+  async admin(): Promise<UserRecord | undefined> {
+    return (await this.store.users.findBy('role', ROLE.ADMIN))[0];
+  }
+
+  /** Check a login. Counts failures against the IP and clears them on success. */
+  async authenticate(req: LoginRequest): Promise<LoginResult> {
+    if (!this.throttle.allow(req.ip)) return { ok: false, reason: 'throttled' };
+    const fail = (reason: LoginFailure): LoginResult => {
+      this.throttle.fail(req.ip);
+      return { ok: false, reason };
+    };
+    const user = await this.byName(req.username);
+    if (!user) {
+      // Spend the same time as a real check so usernames cannot be probed by timing.
+      await verifyStatic(staticHash(req.password ?? req.hashed ?? ''), 'timing', 'scrypt$00');
+      return fail('no_user');
+    }
+    const hashed = req.hashed ?? (req.password !== undefined ? staticHash(req.password) : '');
+    if (!hashed || !(await verifyStatic(hashed, user.salt, user.pwd_hash))) return fail('bad_password');
+    if (user.otp_secret && !req.skipOtp && !checkTotp(user.otp_secret, req.otp ?? '')) return fail('otp_required');
+    const principal = principalOf(user);
+    if (user.disabled) return { ok: false, reason: 'disabled' };
+    if (!can.login(principal, req.protocol)) return { ok: false, reason: 'protocol_denied' };
+    this.throttle.succeed(req.ip);
+    return { ok: true, user, principal };
+  }
+
+  /**
+   * authenticate() for protocols that send the password on every request (WebDAV Basic): a verified
+   * credential is remembered as a keyed digest for a short time and trusted only while the user's
+   * pwd_ts is unchanged and the user still exists, is enabled and may use the protocol.
+   */
+  async authenticateCached(req: LoginRequest & { password: string }): Promise<LoginResult> {
+    const key = createHmac('sha256', this.cacheKey).update(req.protocol).update('\0').update(req.username).update('\0').update(req.password).digest('base64');
+    const hit = this.verified.get(key);
+    if (hit && hit.until > Date.now()) {
+      const user = await this.byId(hit.userId);
+      if (user && user.username === req.username && user.pwd_ts === hit.pwdTs) {
+        const principal = principalOf(user);
+        if (user.disabled) return { ok: false, reason: 'disabled' };
+        if (!can.login(principal, req.protocol)) return { ok: false, reason: 'protocol_denied' };
+        return { ok: true, user, principal };
+      }
+      this.verified.delete(key);
+    }
+    const r = await this.authenticate(req);
+    if (r.ok) {
+      if (this.verified.size > 10_000) this.verified.clear();
+      this.verified.set(key, { userId: r.user.id, pwdTs: r.user.pwd_ts, until: Date.now() + CREDENTIAL_TTL_MS });
+    }
+    return r;
+  }
+
+  /** Set a user's password: new salt, scrypt over the static hash, new pwd_ts (kills its tokens). */
+  async setPassword(userId: number, plain: string): Promise<UserRecord> {
+    const salt = newSalt();
+    const pwd_hash = await hashPassword(plain, salt);
+    const user = await this.store.users.update(userId, { salt, pwd_hash, pwd_ts: this.nextPwdTs(await this.byId(userId)) });
+    this.verified.clear();
+    return user;
+  }
+
+  /** A pwd_ts strictly greater than the current one, so tokens die even within the same second. */
+  nextPwdTs(user: UserRecord | undefined): number {
+    return Math.max(Math.floor(Date.now() / 1000), (user?.pwd_ts ?? 0) + 1);
+  }
+
+  /** Drop cached credentials (after any user change: disable, delete, permission change). */
+  forgetCredentials(): void {
+    this.verified.clear();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Login tokens: HS256 JWTs (jose) with AList's claims (username, pwd_ts, exp, nbf, iat) plus a jti.
+ * Stateless, so they survive a restart; they die on expiry, on logout (jti in the store's
+ * revocation list until exp), and when the user's pwd_ts changes (checked by the caller against
+ * the user record, together with disabled/deleted).
+ */
+import { randomUUID } from 'node:crypto';
+import { SignJWT, jwtVerify, errors as joseErrors } from 'jose';
+import type { Store } from '../store/store.js';
+import type { UserRecord } from '../store/types.js';
+
+export interface TokenClaims {
+  username: string;
+  pwdTs: number;
+  jti: string;
+  exp: number;
+}
+
+export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; message: string };
+
+export class Tokens {
+  private readonly key: Uint8Array;
+
+  constructor(secret: string, private readonly expiresHours: number, private readonly store: Store) {
+    this.key = new TextEncoder().encode(secret);
+  }
+
+  async issue(user: UserRecord): Promise<string> {
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT({ username: user.username, pwd_ts: user.pwd_ts })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setJti(randomUUID())
+      .setIssuedAt(now)
+      .setNotBefore(now)
+      .setExpirationTime(now + Math.round(this.expiresHours * 3600))
+      .sign(this.key);
+  }
+
+  /** Verify signature (HS256 only), time claims and revocation. Messages are AList's. */
+  async verify(token: string): Promise<TokenCheck> {
+    try {
+      const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'] });
+      const { username, pwd_ts, jti, exp } = payload as Record<string, unknown>;
+      if (typeof username !== 'string' || typeof pwd_ts !== 'number' || typeof jti !== 'string' || typeof exp !== 'number') {
+        return { ok: false, message: "couldn't handle this token" };
+      }
+      if (await this.store.revokedTokens.has(jti)) return { ok: false, message: 'token is invalidated' };
+      return { ok: true, claims: { username, pwdTs: pwd_ts, jti, exp } };
+    } catch (e) {
+      if (e instanceof joseErrors.JWTExpired) return { ok: false, message: 'token is expired' };
+      if (e instanceof joseErrors.JWTClaimValidationFailed && e.claim === 'nbf') return { ok: false, message: 'token not active yet' };
+      return { ok: false, message: 'token is invalidated' };
+    }
+  }
+
+  /** Logout: the token stays refused until it would have expired anyway. */
+  async revoke(claims: TokenClaims): Promise<void> {
+    await this.store.revokedTokens.purge(Math.floor(Date.now() / 1000));
+    await this.store.revokedTokens.add({ id: claims.jti, exp: claims.exp });
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * First start on an empty data dir (contract.md): an admin (password from TREEGATE_ADMIN_PASSWORD or
+ * a random one printed once), a disabled guest, and a Local storage at `/` rooted at DATA/storage.
+ */
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { Store } from './store/store.js';
+import { ADMIN_DEFAULT_PERMISSION, ROLE } from './auth/principal.js';
+import { hashPassword, newSalt, randomPassword } from './auth/passwords.js';
+
+export async function firstStart(store: Store, dataDir: string, log: Logger, env: NodeJS.ProcessEnv): Promise<void> {
+  const users = await store.users.list();
+  if (users.length === 0) {
+    const given = env.TREEGATE_ADMIN_PASSWORD;
+    const password = given || randomPassword(12);
+    const now = Math.floor(Date.now() / 1000);
+    const adminSalt = newSalt();
+    await store.users.insert({
+      username: 'admin', salt: adminSalt, pwd_hash: await hashPassword(password, adminSalt), pwd_ts: now,
+      base_path: '/', role: ROLE.ADMIN, disabled: false, permission: ADMIN_DEFAULT_PERMISSION, sso_id: '', otp_secret: '',
+    });
+    const guestSalt = newSalt();
+    await store.users.insert({
+      username: 'guest', salt: guestSalt, pwd_hash: await hashPassword('guest', guestSalt), pwd_ts: now,
+      base_path: '/', role: ROLE.GUEST, disabled: true, permission: 0, sso_id: '', otp_secret: '',
+    });
+    if (given) log.info('created user admin with the password from TREEGATE_ADMIN_PASSWORD');
+    // Printed once, on purpose: the operator needs it to log in the first time.
+    else log.info(`created user admin; initial password: ${password} (change it with: treegate admin set NEW_PASSWORD)`);
+
+    if ((await store.storages.list()).length === 0) {
+      const root = join(dataDir, 'storage');
+      await mkdir(root, { recursive: true, mode: 0o700 });
+      await store.storages.insert({
+        mount_path: '/', order: 0, driver: 'Local', cache_expiration: 0, status: 'work',
+        addition: JSON.stringify({ root_folder_path: root }), remark: '', modified: new Date().toISOString(),
+        disabled: false, disable_index: false, enable_sign: false, order_by: '', order_direction: '', extract_folder: '',
+        web_proxy: false, webdav_policy: 'native_proxy', proxy_range: false, down_proxy_url: '',
+      });
+      log.info({ root }, 'mounted a Local storage at / ');
+    }
+  }
+}

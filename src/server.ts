@@ -1,0 +1,100 @@
+/**
+ * The composition root: config → store → accounts/settings → VFS core → HTTP (REST + /dav) and SFTP.
+ * The only module in src/ that knows the protocol adapters exist.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { DestinationStream } from 'pino';
+import { loadConfig, type ConfigFlags } from './config.js';
+import { createLogger } from './log.js';
+import { JsonStore } from './store/json-store.js';
+import { Accounts } from './auth/accounts.js';
+import { Tokens } from './auth/tokens.js';
+import { Settings } from './settings/settings.js';
+import { createVfsCore } from './vfs/create.js';
+import { firstStart } from './bootstrap.js';
+import { VERSION } from './version.js';
+import type { Core } from './core.js';
+import { buildRestApp } from '../protocols/rest/app.js';
+import { createWebdavHandler, DAV_PREFIX } from '../protocols/webdav/handler.js';
+import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js';
+
+export interface RunningServer {
+  core: Core;
+  http: { address: string; port: number };
+  sftp?: { address: string; port: number };
+  /** Graceful stop: listeners close, in-flight requests finish (bounded), the store is flushed. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Where logs go (tests capture them); stdout by default. */
+  logDestination?: DestinationStream;
+}
+
+/** How long a graceful stop waits for in-flight requests before cutting connections. */
+const DRAIN_MS = 10_000;
+
+function isDav(url: string | undefined): boolean {
+  return !!url && (url === DAV_PREFIX || url.startsWith(DAV_PREFIX + '/') || url.startsWith(DAV_PREFIX + '?'));
+}
+
+export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = {}): Promise<RunningServer> {
+  const env = opts.env ?? process.env;
+  const config = await loadConfig(flags, env);
+  const log = createLogger(config.log.level, opts.logDestination);
+  const store = await JsonStore.open(join(config.dataDir, 'store.json'), { watch: true });
+  await firstStart(store, config.dataDir, log, env);
+  store.onExternalChange(() => log.info('store reloaded after an external change'));
+
+  const accounts = new Accounts(store);
+  const tokens = new Tokens(config.jwt_secret, config.token_expires_in, store);
+  const settings = await Settings.load(store, VERSION);
+  const vfsCore = createVfsCore({ store, log, dataDir: config.dataDir });
+  const core: Core = { ...vfsCore, version: VERSION, config, log, store, accounts, tokens, settings };
+  // Storages initialise in the background: a slow or failing one never blocks start-up.
+  const loading = vfsCore.storages.loadAll().catch((err: unknown) => log.error({ err }, 'loading storages failed'));
+
+  const dav = config.webdav.enable ? createWebdavHandler(core) : undefined;
+  const app = await buildRestApp(core, {
+    serverFactory: (handler) =>
+      createServer((req: IncomingMessage, res: ServerResponse) => (dav && isDav(req.url) ? dav.handle(req, res) : handler(req, res))),
+  });
+  await app.listen({ host: config.http.address, port: config.http.port });
+  const httpAddr = app.server.address() as AddressInfo;
+
+  let sftp: SftpListener | undefined;
+  if (config.sftp.enable) {
+    try {
+      sftp = await startSftpServer(core);
+    } catch (err) {
+      await app.close();
+      await store.close();
+      throw err;
+    }
+  }
+
+  const http = { address: httpAddr.address, port: httpAddr.port };
+  log.info(
+    { http: `${http.address}:${http.port}`, sftp: sftp ? `${sftp.address}:${sftp.port}` : 'off', webdav: dav ? DAV_PREFIX : 'off', version: VERSION },
+    `treegate ready: http://${http.address}:${http.port}` + (sftp ? ` sftp://${sftp.address}:${sftp.port}` : ''),
+  );
+
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const server = app.server as Server;
+      const force = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+      force.unref();
+      await Promise.allSettled([app.close(), sftp?.close(), dav?.close()]);
+      clearTimeout(force);
+      await loading;
+      await vfsCore.mounts.dropAll();
+      await store.close();
+      log.info('treegate stopped');
+    })());
+
+  return { core, http, sftp: sftp && { address: sftp.address, port: sftp.port }, close };
+}

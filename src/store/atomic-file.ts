@@ -1,0 +1,53 @@
+/**
+ * A lowdb adapter that writes JSON atomically: a temp file (mode 0600) in the same directory is
+ * written and fsynced, then renamed over the target, then the directory is fsynced. A kill -9 at
+ * any moment leaves either the old or the new complete file, never a torn one.
+ */
+import { open, readFile, rename, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Adapter } from 'lowdb';
+
+export class AtomicJsonFile<T> implements Adapter<T> {
+  /** The exact text last read or written by this process, to tell our writes from others'. */
+  lastText: string | undefined;
+  private seq = 0;
+
+  constructor(readonly file: string) {}
+
+  async read(): Promise<T | null> {
+    let text: string;
+    try {
+      text = await readFile(this.file, 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw e;
+    }
+    this.lastText = text;
+    return JSON.parse(text) as T;
+  }
+
+  async write(data: T): Promise<void> {
+    const text = JSON.stringify(data, null, 1);
+    const tmp = `${this.file}.${process.pid}.${++this.seq}.tmp`;
+    const fh = await open(tmp, 'w', 0o600);
+    try {
+      await fh.writeFile(text, 'utf8');
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    try {
+      await rename(tmp, this.file);
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    this.lastText = text;
+    const dir = await open(dirname(this.file), 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The VFS contract every protocol adapter codes against. All paths are *user paths*: what the client
+ * sent, relative to the principal's base_path (the VFS joins base_path once and refuses escapes).
+ * Every method takes the caller's AccessContext first and enforces, inside the VFS and nowhere else:
+ * base_path containment, meta rules (hide, password, write, readme/header) and permission bits.
+ *
+ * Errors: only VfsError (src/errors.ts). Hidden or missing paths are NOT_FOUND; a path password that
+ * is missing or wrong is PASSWORD_REQUIRED; a missing permission bit is FORBIDDEN; write refused by
+ * the write bit / meta write is READ_ONLY; a driver without the capability is NOT_SUPPORTED; a move
+ * between storages is CROSS_MOUNT; a storage that failed to init is STORAGE_UNAVAILABLE.
+ */
+import type { Readable } from 'node:stream';
+import type { AccessContext } from '../auth/principal.js';
+import type { ByteRange, Capabilities, DriverConfigFlags, Link } from '../../drivers/types.js';
+
+/** A file or folder as the VFS shows it: the driver's Obj plus where it is in the tree. */
+export interface Entry {
+  name: string;
+  size: number;
+  isDir: boolean;
+  modified: Date;
+  created?: Date;
+  hashes?: Readonly<Record<string, string>>;
+  thumb?: string;
+  /** Absolute virtual path, base_path included (what AList signs and what search stores). */
+  vpath: string;
+  /** A virtual folder standing for a mount point below (or above) storages. */
+  virtual?: boolean;
+}
+
+/** What adapters may know about the storage serving a path (never its driver instance). */
+export interface StorageInfo {
+  id: number;
+  mountPath: string;
+  driverName: string;
+  config: DriverConfigFlags;
+  capabilities: Capabilities;
+  webdavPolicy: string;
+  downProxyUrl: string;
+  webProxy: boolean;
+  enableSign: boolean;
+}
+
+/** Meta-derived facts for a folder, as fs/list reports them. */
+export interface DirFacts {
+  readme: string;
+  header: string;
+  /** May this principal create/upload in the folder (write bit or meta write). */
+  write: boolean;
+  /** The folder's meta password applies here (signs are then required on /d and /p). */
+  passwordProtected: boolean;
+}
+
+export interface Listing {
+  /** The folder itself. */
+  dir: Entry;
+  /** Visible children: hidden entries removed, mount points merged in as virtual folders. */
+  entries: Entry[];
+  storage?: StorageInfo;
+  facts: DirFacts;
+}
+
+export interface ReadResult {
+  entry: Entry;
+  stream: Readable;
+  /** The byte range actually served (inclusive end). */
+  start: number;
+  end: number;
+}
+
+export interface PutOptions {
+  size?: number;
+  modified?: Date;
+  /** false: fail with EXISTS when the target exists. Default true (replace). */
+  overwrite?: boolean;
+  hashes?: Record<string, string>;
+  onProgress?(bytes: number): void;
+}
+
+export interface TransferOptions {
+  /** Replace an existing target (files; folders are refused with EXISTS). Default false. */
+  overwrite?: boolean;
+}
+
+export interface VfsApi {
+  /** The entry at a path (folders, files, virtual mount folders, the root). */
+  stat(ctx: AccessContext, path: string): Promise<Entry>;
+  /** A folder's visible children and facts. `refresh` bypasses the listing cache (needs write). */
+  list(ctx: AccessContext, path: string, opts?: { refresh?: boolean }): Promise<Listing>;
+  /** Facts of the folder at `path` without listing it (readme, header, write). */
+  facts(ctx: AccessContext, path: string): Promise<DirFacts>;
+  /** The storage serving a path, undefined above all mounts. */
+  storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined>;
+  /** A file's bytes (optionally a range) as a stream, from any link kind. */
+  read(ctx: AccessContext, path: string, range?: ByteRange): Promise<ReadResult>;
+  /** The driver's link for a file (REST/WebDAV redirects); read() is the way to get bytes. */
+  link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }>;
+  /** Create a folder and missing parents; an existing folder is fine, an existing file is EXISTS. */
+  mkdir(ctx: AccessContext, path: string): Promise<Entry>;
+  /**
+   * Move or rename `src` to the full path `dst`. Same parent: a rename (rename bit). Other parent:
+   * a move (move bit, plus rename bit when the name changes). Across storages: CROSS_MOUNT.
+   */
+  moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
+  /** Copy `src` to the full path `dst` (copy bit). Same storage only here; across storages: CROSS_MOUNT. */
+  copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
+  /** Remove a file or folder (remove bit). A storage root or virtual folder cannot be removed. */
+  remove(ctx: AccessContext, path: string): Promise<void>;
+  /** Stream a file into place atomically, creating missing parent folders. */
+  put(ctx: AccessContext, path: string, body: Readable, opts?: PutOptions): Promise<Entry>;
+  /** Set a file's mtime (write permission). */
+  setModified(ctx: AccessContext, path: string, modified: Date): Promise<void>;
+  /** Space figures of the storage serving a path, when its driver knows them. */
+  usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }>;
+}

@@ -1,0 +1,79 @@
+/**
+ * Run the built CLI (dist/, made by `npm test`'s pretest build) as a real child process, the way an
+ * operator or systemd would, and wait for its ready line.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { resolve } from 'node:path';
+
+export const CLI = resolve(import.meta.dirname, '../../dist/src/cli.js');
+
+export interface ServerProcess {
+  child: ChildProcess;
+  http: number;
+  sftp: number;
+  output: () => string;
+  /** Resolves with the exit code. */
+  exited: Promise<number | null>;
+}
+
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TREEGATE_HTTP_ADDRESS: '127.0.0.1',
+    TREEGATE_HTTP_PORT: '0',
+    TREEGATE_SFTP_PORT: '0',
+    ...extra,
+  };
+}
+
+/** Start `treegate server ARGS` and wait (bounded) for the ready line with its ports. */
+export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [CLI, 'server', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  const ready = new Promise<{ http: number; sftp: number }>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`no ready line within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const onData = (b: Buffer) => {
+      out += b.toString();
+      const m = /treegate ready: http:\/\/[^:]+:(\d+)(?: sftp:\/\/[^:]+:(\d+))?/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        res({ http: Number(m[1]), sftp: Number(m[2] ?? 0) });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      rej(new Error(`server exited with ${code} before ready:\n${out}`));
+    });
+  });
+  const ports = await ready;
+  return { child, ...ports, output: () => out, exited };
+}
+
+/** Run a CLI command to completion. */
+export function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((res) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.once('exit', (code) => res({ code, stdout, stderr }));
+  });
+}
+
+/** A TCP port that was free a moment ago (for config-precedence tests that must name a port). */
+export function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => res(port));
+    });
+  });
+}

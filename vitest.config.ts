@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// Listener tests start real servers and real clients (sftp, litmus, rclone): forks isolate them,
+// and generous timeouts absorb the shared, noisy 2-core machines.
+export default defineConfig({
+  test: {
+    include: ['src/**/*.test.ts', 'protocols/**/*.test.ts', 'drivers/**/*.test.ts', 'test/**/*.test.ts'],
+    pool: 'forks',
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    reporters: ['default'],
+  },
+});
