@@ -168,6 +168,33 @@ export interface DriverContext {
   log: Logger;
   /** treegate's data directory (for drivers that keep state, e.g. temp files). */
   dataDir: string;
+  /**
+   * The virtual tree itself, for drivers that present other parts of it (Alias). Absent when the
+   * composition root does not provide it; such drivers then fail init.
+   */
+  tree?: TreeAccess;
+}
+
+/**
+ * Access to the virtual tree for a driver, as an internal principal: full read/write bits but no
+ * "see hidden" or "skip password", so meta hide and path passwords still apply (hidden paths are
+ * NOT_FOUND, protected ones PASSWORD_REQUIRED). Paths are absolute virtual paths. Returned Objs
+ * carry the virtual path in `path`. Errors are the VFS's VfsErrors.
+ */
+export interface TreeAccess {
+  stat(path: string, args: CallArgs): Promise<Obj>;
+  list(path: string, args: CallArgs): Promise<Obj[]>;
+  link(path: string, args: CallArgs): Promise<Link>;
+  /** Creates missing parents; an existing folder is fine, an existing file is EXISTS. */
+  mkdir(path: string, args: CallArgs): Promise<Obj>;
+  /** Move or rename to the full path `dst`; EXISTS when taken; CROSS_MOUNT across storages. */
+  moveTo(src: string, dst: string, args: CallArgs): Promise<Obj>;
+  /** Copy to the full path `dst`; EXISTS when taken; CROSS_MOUNT across storages. */
+  copyTo(src: string, dst: string, args: CallArgs): Promise<Obj>;
+  remove(path: string, args: CallArgs): Promise<void>;
+  /** Stream a file to the full path `path` atomically, replacing a file there. */
+  put(path: string, stream: Readable, args: Omit<PutArgs, 'name'>): Promise<Obj>;
+  setModified(path: string, modified: Date, args: CallArgs): Promise<void>;
 }
 
 /** Declarative data for the shared conformance suite: opt-outs live here, never in test code. */

@@ -1,0 +1,248 @@
+/**
+ * The shared driver conformance suite. A driver's test file runs it in a few lines:
+ *
+ *   runConformance(myDefinition, async () => ({ options: {...}, cleanup: async () => {...} }));
+ *
+ * Every case works in its own fresh folder under the storage root. Cases that need an optional
+ * method run only when `capabilitiesOf` reports it; backend limits are read from
+ * `def.conformance` (noMtime, noEmptyDirs, unsupportedNames). Nothing here looks at a driver's name.
+ * A case that does not apply is reported as skipped, with the reason.
+ */
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import pino from 'pino';
+import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type Obj } from '../types.js';
+import { chunked, codeOf, collect, failing, names, NO_ARGS, objAt, readAll, rootObj } from './helpers.js';
+
+export interface ConformanceSetup {
+  options: Record<string, unknown>;
+  cleanup: () => Promise<void>;
+}
+
+/** Name cases, keyed by the id a definition may list in conformance.unsupportedNames. */
+export const NAME_CASES: Record<string, string> = {
+  spaces: 'with  some spaces .txt',
+  nfc: 'caf\u00e9.txt',
+  nfd: 'cafe\u0301.txt',
+  percent: '100% sure %41.txt',
+  hash: 'issue #12.txt',
+  'leading-dot': '.hidden-file',
+  unicode: '日本語 ✓ 🎉.txt',
+};
+
+export function runConformance(def: DriverDefinition, makeOptions: () => Promise<ConformanceSetup>): void {
+  describe(`driver conformance: ${def.config.name}`, () => {
+    let driver: Driver;
+    let caps: Capabilities;
+    let setup: ConformanceSetup;
+    let n = 0;
+    const conf = def.conformance ?? {};
+
+    beforeAll(async () => {
+      setup = await makeOptions();
+      driver = def.create(setup.options as never, { log: pino({ level: 'silent' }), dataDir: '/nonexistent' });
+      await driver.init(AbortSignal.timeout(15_000));
+      caps = capabilitiesOf(driver, def.config);
+    });
+    afterAll(async () => {
+      await driver?.drop();
+      await setup?.cleanup();
+    });
+
+    /** Skip the case unless the capabilities are present. */
+    const need = (t: TestContext, ...keys: Array<keyof Capabilities>) => {
+      const missing = keys.filter((k) => !caps[k]);
+      if (missing.length) t.skip(`driver lacks ${missing.join(', ')}`);
+    };
+    /** A fresh folder for one case. */
+    const fresh = async (): Promise<Obj> => {
+      const name = `case-${++n}-${randomBytes(3).toString('hex')}`;
+      return (await driver.mkdir!(rootObj, name, NO_ARGS)) || objAt(driver, '/' + name);
+    };
+    const put = async (dir: Obj, name: string, data: Buffer, extra: { size?: number | null; modified?: Date } = {}) => {
+      const size = extra.size === null ? undefined : extra.size ?? data.length;
+      await driver.put!(dir, chunked(data, Math.max(7, Math.ceil(data.length / 64))), { name, size, modified: extra.modified });
+      return objAt(driver, `${dir.path}/${name}`);
+    };
+
+    it('lists the root and reports missing paths as NOT_FOUND', async () => {
+      expect(Array.isArray(await driver.list(rootObj, NO_ARGS))).toBe(true);
+      if (caps.canGet) {
+        const root = await driver.get!('/', NO_ARGS);
+        expect(root.isDir).toBe(true);
+        expect(await codeOf(driver.get!('/no-such-entry-here', NO_ARGS))).toBe('NOT_FOUND');
+      }
+      expect(await codeOf(driver.list({ ...rootObj, name: 'x', path: '/no-such-dir-here' }, NO_ARGS))).toBe('NOT_FOUND');
+    });
+
+    it('mkdir creates folders; EXISTS over an entry; NOT_A_DIR under a file', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      const sub = (await driver.mkdir!(dir, 'sub', NO_ARGS)) || (await objAt(driver, `${dir.path}/sub`));
+      expect(sub.isDir).toBe(true);
+      expect(await names(driver, dir.path)).toEqual(['sub']);
+      expect(await codeOf(driver.mkdir!(dir, 'sub', NO_ARGS))).toBe('EXISTS');
+      const file = await put(dir, 'f', Buffer.from('x'));
+      expect(await codeOf(driver.mkdir!(dir, 'f', NO_ARGS))).toBe('EXISTS');
+      expect(await codeOf(driver.mkdir!(file, 'below', NO_ARGS))).toBe('NOT_A_DIR');
+      expect(await codeOf(driver.list(file, NO_ARGS))).toBe('NOT_A_DIR');
+    });
+
+    it('put streams bytes in; get, list and link agree; ranges read the right bytes', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      const data = randomBytes(100_003);
+      const obj = await put(dir, 'blob.bin', data);
+      expect(obj).toMatchObject({ name: 'blob.bin', size: data.length, isDir: false });
+      expect((await driver.list(dir, NO_ARGS)).map((o) => [o.name, o.size])).toEqual([['blob.bin', data.length]]);
+      expect((await readAll(driver, obj.path)).equals(data)).toBe(true);
+      expect((await readAll(driver, obj.path, { start: 10, end: 19 })).equals(data.subarray(10, 20))).toBe(true);
+      expect((await readAll(driver, obj.path, { start: 99_000 })).equals(data.subarray(99_000))).toBe(true);
+      expect((await readAll(driver, obj.path, { start: 0, end: 0 })).equals(data.subarray(0, 1))).toBe(true);
+    });
+
+    it('put handles zero-length bodies, unknown lengths and overwrites', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      expect((await put(dir, 'empty', Buffer.alloc(0))).size).toBe(0);
+      expect((await readAll(driver, `${dir.path}/empty`)).length).toBe(0);
+      const unknown = Buffer.from('length not announced');
+      expect((await put(dir, 'unknown', unknown, { size: null })).size).toBe(unknown.length);
+      await put(dir, 'unknown', Buffer.from('v2'));
+      expect((await readAll(driver, `${dir.path}/unknown`)).toString()).toBe('v2');
+      expect((await names(driver, dir.path)).sort()).toEqual(['empty', 'unknown']);
+    });
+
+    it('put over a folder is IS_A_DIR; link of a folder is IS_A_DIR', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      const sub = (await driver.mkdir!(dir, 'd', NO_ARGS)) || (await objAt(driver, `${dir.path}/d`));
+      expect(await codeOf(driver.put!(dir, Readable.from([Buffer.from('x')]), { name: 'd' }))).toBe('IS_A_DIR');
+      expect(await codeOf(driver.link(sub, NO_ARGS))).toBe('IS_A_DIR');
+    });
+
+    it('put sets the mtime it is given, and setModified changes it', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      if (conf.noMtime) t.skip('definition declares noMtime');
+      const dir = await fresh();
+      const when = new Date('2021-03-04T05:06:07Z');
+      const obj = await put(dir, 'dated', Buffer.from('x'), { modified: when });
+      expect(Math.abs(obj.modified.getTime() - when.getTime())).toBeLessThan(1000);
+      if (caps.canSetModified) {
+        const later = new Date('2022-01-02T03:04:05Z');
+        await driver.setModified!(obj, later, NO_ARGS);
+        expect(Math.abs((await objAt(driver, obj.path)).modified.getTime() - later.getTime())).toBeLessThan(1000);
+      }
+    });
+
+    it('an aborted or failed put leaves nothing behind', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      await expect(driver.put!(dir, failing(randomBytes(5000)), { name: 'broken' })).rejects.toBeTruthy();
+      const ac = new AbortController();
+      const slow = Readable.from((async function* () {
+        yield randomBytes(1000);
+        ac.abort();
+        await new Promise((r) => setTimeout(r, 20));
+        yield randomBytes(1000);
+      })(), { objectMode: false });
+      await expect(driver.put!(dir, slow, { name: 'aborted', signal: ac.signal })).rejects.toBeTruthy();
+      await expect(driver.put!(dir, chunked(Buffer.from('short')), { name: 'short', size: 99 })).rejects.toBeTruthy();
+      expect(await names(driver, dir.path)).toEqual([]);
+    });
+
+    for (const [id, name] of Object.entries(NAME_CASES)) {
+      it(`names: ${id} (${JSON.stringify(name)}) round-trip through put, list and read`, async (t) => {
+        need(t, 'canMkdir', 'canPut');
+        const why = conf.unsupportedNames?.[id];
+        if (why) t.skip(`definition declares ${id} unsupported: ${why}`);
+        const dir = await fresh();
+        const sub = (await driver.mkdir!(dir, name, NO_ARGS)) || (await objAt(driver, `${dir.path}/${name}`));
+        await put(sub, name, Buffer.from(id));
+        expect(await names(driver, dir.path)).toEqual([name]);
+        expect(await names(driver, sub.path)).toEqual([name]);
+        expect((await readAll(driver, `${sub.path}/${name}`)).toString()).toBe(id);
+      });
+    }
+
+    it('rename renames files and folders; EXISTS onto a taken name', async (t) => {
+      need(t, 'canMkdir', 'canPut', 'canRename');
+      const dir = await fresh();
+      const a = await put(dir, 'a', Buffer.from('A'));
+      await put(dir, 'b', Buffer.from('B'));
+      expect(await codeOf(driver.rename!(a, 'b', NO_ARGS))).toBe('EXISTS');
+      await driver.rename!(a, 'c', NO_ARGS);
+      expect((await names(driver, dir.path)).sort()).toEqual(['b', 'c']);
+      expect((await readAll(driver, `${dir.path}/c`)).toString()).toBe('A');
+      const sub = (await driver.mkdir!(dir, 'sub', NO_ARGS)) || (await objAt(driver, `${dir.path}/sub`));
+      await put(sub, 'inner', Buffer.from('I'));
+      await driver.rename!(sub, 'sub2', NO_ARGS);
+      expect((await readAll(driver, `${dir.path}/sub2/inner`)).toString()).toBe('I');
+      expect(await codeOf(driver.rename!({ ...a, path: `${dir.path}/gone`, name: 'gone' }, 'x', NO_ARGS))).toBe('NOT_FOUND');
+    });
+
+    it('move moves files and folders; EXISTS when taken; never into itself', async (t) => {
+      need(t, 'canMkdir', 'canPut', 'canMove');
+      const dir = await fresh();
+      const f = await put(dir, 'f', Buffer.from('F'));
+      const to = (await driver.mkdir!(dir, 'to', NO_ARGS)) || (await objAt(driver, `${dir.path}/to`));
+      await driver.move!(f, to, NO_ARGS);
+      expect(await names(driver, dir.path)).toEqual(['to']);
+      expect((await readAll(driver, `${dir.path}/to/f`)).toString()).toBe('F');
+      const g = await put(dir, 'f', Buffer.from('G'));
+      expect(await codeOf(driver.move!(g, to, NO_ARGS))).toBe('EXISTS');
+      const inner = (await driver.mkdir!(to, 'inner', NO_ARGS)) || (await objAt(driver, `${to.path}/inner`));
+      expect(await codeOf(driver.move!(to, inner, NO_ARGS))).toBe('INVALID');
+      const d2 = (await driver.mkdir!(dir, 'd2', NO_ARGS)) || (await objAt(driver, `${dir.path}/d2`));
+      await driver.move!(await objAt(driver, to.path), d2, NO_ARGS);
+      expect((await readAll(driver, `${dir.path}/d2/to/f`)).toString()).toBe('F');
+    });
+
+    it('copy copies files and whole trees; EXISTS when taken', async (t) => {
+      need(t, 'canMkdir', 'canPut', 'canCopy');
+      const dir = await fresh();
+      const src = (await driver.mkdir!(dir, 'src', NO_ARGS)) || (await objAt(driver, `${dir.path}/src`));
+      await put(src, 'one', Buffer.from('1'));
+      const deep = (await driver.mkdir!(src, 'deep', NO_ARGS)) || (await objAt(driver, `${src.path}/deep`));
+      await put(deep, 'two', Buffer.from('2'));
+      const dst = (await driver.mkdir!(dir, 'dst', NO_ARGS)) || (await objAt(driver, `${dir.path}/dst`));
+      await driver.copy!(src, dst, NO_ARGS);
+      expect((await readAll(driver, `${dir.path}/dst/src/deep/two`)).toString()).toBe('2');
+      expect((await readAll(driver, `${dir.path}/src/deep/two`)).toString()).toBe('2');
+      expect(await codeOf(driver.copy!(await objAt(driver, src.path), dst, NO_ARGS))).toBe('EXISTS');
+      expect(await codeOf(driver.copy!(await objAt(driver, src.path), deep, NO_ARGS))).toBe('INVALID');
+      await driver.copy!(await objAt(driver, `${src.path}/one`), dst, NO_ARGS);
+      expect((await readAll(driver, `${dir.path}/dst/one`)).toString()).toBe('1');
+    });
+
+    it('remove deletes files and whole trees; NOT_FOUND when missing', async (t) => {
+      need(t, 'canMkdir', 'canPut', 'canRemove');
+      const dir = await fresh();
+      const f = await put(dir, 'f', Buffer.from('x'));
+      const sub = (await driver.mkdir!(dir, 'sub', NO_ARGS)) || (await objAt(driver, `${dir.path}/sub`));
+      await put(sub, 'g', Buffer.from('y'));
+      await driver.remove!(f, NO_ARGS);
+      await driver.remove!(await objAt(driver, sub.path), NO_ARGS);
+      expect(await names(driver, dir.path)).toEqual([]);
+      expect(await codeOf(driver.remove!(f, NO_ARGS))).toBe('NOT_FOUND');
+    });
+
+    it('usage reports numbers when supported', async (t) => {
+      need(t, 'canUsage');
+      const u = await driver.usage!(NO_ARGS);
+      for (const v of [u.total, u.free, u.used]) if (v !== undefined) expect(Number.isFinite(v)).toBe(true);
+    });
+
+    it('large files read by range through openLink', async (t) => {
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      const data = randomBytes(3 * 1024 * 1024 + 5);
+      const obj = await put(dir, 'big', data);
+      const link = await driver.link(obj, NO_ARGS);
+      expect(link.kind === 'url' || link.size === data.length).toBe(true);
+      const { openLink } = await import('../../src/vfs/link.js');
+      expect((await collect(await openLink(link, { start: 1024 * 1024, end: 2 * 1024 * 1024 - 1 }))).equals(data.subarray(1024 * 1024, 2 * 1024 * 1024))).toBe(true);
+    });
+  });
+}

@@ -1,0 +1,45 @@
+/**
+ * "Local": a folder of the host's file system. Options, defaults and help texts are AList 3.45's
+ * (alist-compat §6), so AList's admin page renders the same form. `thumbnail` and the thumb_* options
+ * are accepted and stored for compatibility; thumbnail generation is not implemented yet.
+ */
+import type { DriverDefinition, OptionSpec } from '../types.js';
+import { LocalDriver } from './local.js';
+
+const options = [
+  { name: 'root_folder_path', type: 'string' },
+  { name: 'thumbnail', type: 'bool', required: true, help: 'enable thumbnail' },
+  { name: 'thumb_cache_folder', type: 'string' },
+  {
+    name: 'thumb_concurrency', type: 'string', default: '16',
+    help: 'Number of concurrent thumbnail generation goroutines. This controls how many thumbnails can be generated in parallel.',
+  },
+  {
+    name: 'video_thumb_pos', type: 'string', default: '20%',
+    help: "The position of the video thumbnail. If the value is a number (integer ot floating point), it represents the time in seconds. If the value ends with '%', it represents the percentage of the video duration.",
+  },
+  { name: 'show_hidden', type: 'bool', default: 'true', help: 'show hidden directories and files' },
+  { name: 'mkdir_perm', type: 'string', default: '777' },
+  {
+    name: 'recycle_bin_path', type: 'string', default: 'delete permanently',
+    help: "path to recycle bin, delete permanently if empty or keep 'delete permanently'",
+  },
+] as const satisfies readonly OptionSpec[];
+
+export const localDefinition: DriverDefinition<typeof options> = {
+  config: {
+    name: 'Local',
+    local_sort: true,
+    only_local: true,
+    only_proxy: false,
+    no_cache: true,
+    no_upload: false,
+    need_ms: false,
+    default_root: '/',
+    alert: '',
+  },
+  options,
+  create: (opts, ctx) => new LocalDriver(opts, ctx),
+};
+
+export type LocalOptions = Parameters<typeof localDefinition.create>[0];

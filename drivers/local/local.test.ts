@@ -1,0 +1,130 @@
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import pino from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseOptions } from '../options.js';
+import { runConformance } from '../conformance/suite.js';
+import { codeOf, collect, failing, NO_ARGS, rootObj } from '../conformance/helpers.js';
+import { openLink } from '../../src/vfs/link.js';
+import type { Driver, DriverDefinition } from '../types.js';
+import { localDefinition } from './index.js';
+
+
+const def = localDefinition as unknown as DriverDefinition;
+
+runConformance(def, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'tg-local-conf-'));
+  return { options: parseOptions(def, { root_folder_path: dir }), cleanup: () => rm(dir, { recursive: true, force: true }) };
+});
+
+describe('Local driver specifics', () => {
+  let base: string;
+  let root: string;
+  let outside: string;
+  const make = async (extra: Record<string, unknown> = {}) => {
+    const d = def.create(parseOptions(def, { root_folder_path: root, ...extra }), { log: pino({ level: 'silent' }), dataDir: base }) as Required<Driver>;
+    await d.init(AbortSignal.timeout(5000));
+    return d;
+  };
+
+  beforeEach(async () => {
+    base = await mkdtemp(join(tmpdir(), 'tg-local-'));
+    root = join(base, 'root');
+    outside = join(base, 'outside');
+    await mkdir(root);
+    await mkdir(outside);
+    await writeFile(join(outside, 'secret.txt'), 'secret');
+  });
+  afterEach(() => rm(base, { recursive: true, force: true }));
+
+  it('init fails with AList\'s message when the root is missing', async () => {
+    const d = def.create(parseOptions(def, { root_folder_path: join(base, 'nope') }), { log: pino({ level: 'silent' }), dataDir: base });
+    await expect(d.init(AbortSignal.timeout(5000))).rejects.toThrow(`root folder ${join(base, 'nope')} not exists`);
+  });
+
+  it('refuses symlinks leaving the root, for reads and writes', async () => {
+    await symlink(outside, join(root, 'out-dir'));
+    await symlink(join(outside, 'secret.txt'), join(root, 'out-file'));
+    const d = await make();
+    expect((await d.list(rootObj, NO_ARGS)).map((o) => o.name)).toEqual([]); // escaping links are not listed
+    expect(await codeOf(d.get('/out-file', NO_ARGS))).toBe('FORBIDDEN');
+    expect(await codeOf(d.get('/out-dir/secret.txt', NO_ARGS))).toBe('FORBIDDEN');
+    const fakeFile = { name: 'out-file', path: '/out-file', size: 6, isDir: false, modified: new Date() };
+    const fakeDir = { name: 'out-dir', path: '/out-dir', size: 0, isDir: true, modified: new Date() };
+    expect(await codeOf(d.link(fakeFile, NO_ARGS))).toBe('FORBIDDEN');
+    expect(await codeOf(d.list(fakeDir, NO_ARGS))).toBe('FORBIDDEN');
+    expect(await codeOf(d.put(fakeDir, Readable.from([Buffer.from('x')]), { name: 'planted' }))).toBe('FORBIDDEN');
+    expect(await codeOf(d.mkdir(fakeDir, 'planted', NO_ARGS))).toBe('FORBIDDEN');
+    expect(await codeOf(d.setModified(fakeFile, new Date(0), NO_ARGS))).toBe('FORBIDDEN');
+    expect(await codeOf(d.copy({ ...fakeDir, path: '/out-dir/secret.txt', name: 'secret.txt', isDir: false }, rootObj, NO_ARGS))).toBe('FORBIDDEN');
+    expect(await readdir(outside)).toEqual(['secret.txt']);
+    expect((await stat(join(outside, 'secret.txt'))).mtimeMs).toBeGreaterThan(0);
+  });
+
+  it('follows symlinks that stay inside the root', async () => {
+    await mkdir(join(root, 'real'));
+    await writeFile(join(root, 'real', 'f'), 'inside');
+    await symlink(join(root, 'real'), join(root, 'alias'));
+    const d = await make();
+    expect((await d.list(rootObj, NO_ARGS)).map((o) => [o.name, o.isDir])).toEqual([['alias', true], ['real', true]]);
+    const link = await d.link(await d.get('/alias/f', NO_ARGS), NO_ARGS);
+    expect((await collect(await openLink(link))).toString()).toBe('inside');
+  });
+
+  it('refuses `..`, backslashes and NUL in driver paths and names', async () => {
+    const d = await make();
+    expect(await codeOf(d.get('/../outside/secret.txt', NO_ARGS))).toBe('INVALID');
+    expect(await codeOf(d.get('/a\\..\\..', NO_ARGS))).toBe('INVALID');
+    expect(await codeOf(d.mkdir(rootObj, '..', NO_ARGS))).toBe('INVALID');
+    expect(await codeOf(d.put(rootObj, Readable.from([Buffer.from('x')]), { name: '../escape' }))).toBe('INVALID');
+    expect(await codeOf(d.put(rootObj, Readable.from([Buffer.from('x')]), { name: 'nul\0byte' }))).toBe('INVALID');
+    expect(await readdir(base)).toEqual(['outside', 'root']);
+  });
+
+  it('an aborted upload removes its temp file and leaves nothing under the final name', async () => {
+    const d = await make();
+    await writeFile(join(root, 'keep'), 'old');
+    await expect(d.put(rootObj, failing(Buffer.alloc(100_000, 1)), { name: 'keep' })).rejects.toBeTruthy();
+    await expect(d.put(rootObj, failing(Buffer.alloc(100_000, 1)), { name: 'new' })).rejects.toBeTruthy();
+    expect(await readdir(root)).toEqual(['keep']);
+    expect(await readFile(join(root, 'keep'), 'utf8')).toBe('old');
+  });
+
+  it('moves removed entries to the recycle bin, suffixing clashes', async () => {
+    const bin = join(base, 'bin');
+    const d = await make({ recycle_bin_path: bin });
+    for (let i = 0; i < 2; i++) {
+      await writeFile(join(root, 'f'), `v${i}`);
+      await d.remove(await d.get('/f', NO_ARGS), NO_ARGS);
+    }
+    const inBin = (await readdir(bin)).sort();
+    expect(inBin[0]).toBe('f');
+    expect(inBin[1]).toMatch(/^f_\d{14}$/);
+    expect(await readdir(root)).toEqual([]);
+  });
+
+  it('hides dot files when show_hidden is off, and applies mkdir_perm', async () => {
+    await writeFile(join(root, '.dot'), '');
+    await writeFile(join(root, 'plain'), '');
+    const d = await make({ show_hidden: false, mkdir_perm: '750' });
+    expect((await d.list(rootObj, NO_ARGS)).map((o) => o.name)).toEqual(['plain']);
+    await d.mkdir(rootObj, 'perm', NO_ARGS);
+    expect((await stat(join(root, 'perm'))).mode & 0o777).toBe(0o750 & ~process.umask());
+  });
+
+  it('lists a 20,000-entry folder sorted byte-wise', async () => {
+    const names = Array.from({ length: 20_000 }, (_, i) => `n${(i * 7919) % 20_000}`);
+    for (let i = 0; i < names.length; i += 500) await Promise.all(names.slice(i, i + 500).map((n) => writeFile(join(root, n), '')));
+    await writeFile(join(root, 'Zed'), '');
+    await writeFile(join(root, 'énorme'), '');
+    const d = await make();
+    const listed = (await d.list(rootObj, NO_ARGS)).map((o) => o.name);
+    expect(listed.length).toBe(20_002);
+    const sorted = [...listed].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    expect(listed).toEqual(sorted);
+    expect(listed[0]).toBe('Zed');
+    expect(listed[listed.length - 1]).toBe('énorme');
+  });
+});

@@ -1,0 +1,234 @@
+import { createWriteStream, type Stats } from 'node:fs';
+import { cp, lstat, mkdir, realpath, rename, rm, stat, statfs, utimes } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import * as nodePath from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { VfsError, fromErrno } from '../../src/errors.js';
+import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import { HostPaths } from './host-path.js';
+import { listHostDir, TEMP_PREFIX } from './listing.js';
+import type { LocalOptions } from './index.js';
+
+const NO_RECYCLE = 'delete permanently';
+
+function toObj(dpath: string, st: Stats): Obj {
+  return {
+    name: basename(dpath),
+    path: '/' + segments(dpath).join('/'),
+    size: st.isDirectory() ? 0 : st.size,
+    isDir: st.isDirectory(),
+    modified: st.mtime,
+    created: st.birthtime,
+  };
+}
+
+/** `_YYYYMMDDhhmmss` in local time, AList's recycle-bin clash suffix. */
+function stamp(d = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `_${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+async function exists(host: string): Promise<boolean> {
+  return lstat(host).then(() => true, (e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return false;
+    throw e;
+  });
+}
+
+export class LocalDriver implements Driver {
+  private paths: HostPaths | undefined;
+  private readonly root: string;
+  private readonly mkdirMode: number;
+
+  constructor(private readonly opts: LocalOptions, _ctx: DriverContext) {
+    this.root = nodePath.resolve(opts.root_folder_path);
+    this.mkdirMode = parseInt(opts.mkdir_perm || '777', 8);
+  }
+
+  async init(signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    if (!Number.isInteger(this.mkdirMode) || this.mkdirMode < 0 || this.mkdirMode > 0o7777) {
+      throw new VfsError('INVALID', `mkdir_perm ${this.opts.mkdir_perm} is not an octal mode`);
+    }
+    const st = await stat(this.root).catch(() => undefined);
+    if (!st?.isDirectory()) throw new Error(`root folder ${this.root} not exists`);
+    this.paths = new HostPaths(this.root, await realpath(this.root));
+  }
+
+  async drop(): Promise<void> {
+    this.paths = undefined;
+  }
+
+  private get p(): HostPaths {
+    if (!this.paths) throw new VfsError('STORAGE_UNAVAILABLE', 'storage not init');
+    return this.paths;
+  }
+
+  /** Run an fs call on a checked host path, mapping errno to VfsError. */
+  private async at<T>(dpath: string, fn: (host: string, real: string) => Promise<T>): Promise<T> {
+    const { host, real } = await this.p.resolve(dpath);
+    try {
+      return await fn(host, real);
+    } catch (e) {
+      throw fromErrno(e, dpath);
+    }
+  }
+
+  async get(path: string): Promise<Obj> {
+    return this.at(path, async (_h, real) => toObj(path, await stat(real)));
+  }
+
+  async list(dir: Obj): Promise<Obj[]> {
+    return this.at(dir.path, async (_h, real) => {
+      if (!(await stat(real)).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+      const entries = await listHostDir(real, this.opts.show_hidden, (r) => this.p.inside(r));
+      return entries.map((e) => toObj(join(dir.path, e.name), e.stats));
+    });
+  }
+
+  async link(file: Obj): Promise<Link> {
+    return this.at(file.path, async (_h, real) => {
+      const st = await stat(real);
+      if (st.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+      return { kind: 'file', path: real, size: st.size };
+    });
+  }
+
+  async mkdir(parent: Obj, name: string): Promise<Obj> {
+    const dpath = join(parent.path, validateName(name));
+    await this.requireDir(parent.path);
+    return this.at(dpath, async (host) => {
+      await mkdir(host, { mode: this.mkdirMode });
+      return toObj(dpath, await stat(host));
+    });
+  }
+
+  private async requireDir(dpath: string): Promise<string> {
+    return this.at(dpath, async (_h, real) => {
+      if (!(await stat(real)).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dpath });
+      return real;
+    });
+  }
+
+  /** The checked host paths of a source and a free destination name. */
+  private async pair(src: string, dst: string): Promise<[string, string]> {
+    const s = await this.p.resolve(src);
+    const d = await this.p.resolve(dst);
+    if (await exists(d.host)) throw new VfsError('EXISTS', undefined, { path: dst });
+    await lstat(s.host).catch((e) => { throw fromErrno(e, src); });
+    return [s.host, d.host];
+  }
+
+  async rename(obj: Obj, newName: string): Promise<Obj> {
+    const dst = join(parentOf(obj.path), validateName(newName));
+    if (dst === obj.path) return this.get(dst);
+    const [s, d] = await this.pair(obj.path, dst);
+    await rename(s, d).catch((e) => { throw fromErrno(e, dst); });
+    return this.get(dst);
+  }
+
+  private refuseIntoItself(obj: Obj, dstDir: Obj): void {
+    if (isWithin(obj.path, dstDir.path)) throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
+  }
+
+  async move(obj: Obj, dstDir: Obj): Promise<Obj> {
+    this.refuseIntoItself(obj, dstDir);
+    await this.requireDir(dstDir.path);
+    const dst = join(dstDir.path, obj.name);
+    const [s, d] = await this.pair(obj.path, dst);
+    await this.moveHost(s, d).catch((e) => { throw fromErrno(e, dst); });
+    return this.get(dst);
+  }
+
+  /** rename(2), falling back to copy + remove when the root spans file systems. */
+  private async moveHost(s: string, d: string): Promise<void> {
+    try {
+      await rename(s, d);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
+      await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true });
+      await rm(s, { recursive: true });
+    }
+  }
+
+  async copy(obj: Obj, dstDir: Obj): Promise<Obj> {
+    this.refuseIntoItself(obj, dstDir);
+    await this.requireDir(dstDir.path);
+    const dst = join(dstDir.path, obj.name);
+    const [s, d] = await this.pair(obj.path, dst);
+    await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true })
+      .catch((e) => { throw fromErrno(e, dst); });
+    return this.get(dst);
+  }
+
+  async remove(obj: Obj): Promise<void> {
+    if (segments(obj.path).length === 0) throw new VfsError('FORBIDDEN', 'the storage root cannot be removed');
+    const { host } = await this.p.resolve(obj.path);
+    try {
+      await lstat(host);
+      const bin = this.opts.recycle_bin_path.trim();
+      if (bin === '' || bin === NO_RECYCLE) {
+        await rm(host, { recursive: true });
+        return;
+      }
+      const binDir = nodePath.resolve(bin);
+      await mkdir(binDir, { recursive: true, mode: this.mkdirMode });
+      let target = nodePath.join(binDir, obj.name);
+      if (await exists(target)) target += stamp();
+      await this.moveHost(host, target);
+    } catch (e) {
+      throw fromErrno(e, obj.path);
+    }
+  }
+
+  async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
+    const dpath = join(dstDir.path, validateName(args.name));
+    const dirReal = await this.requireDir(dstDir.path);
+    const { host } = await this.p.resolve(dpath);
+    const prior = await lstat(host).catch(() => undefined);
+    if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
+    // The temp file sits next to the target (same file system, so the final rename is atomic) and
+    // carries a random name created with O_EXCL, so it can never be a pre-planted symlink.
+    const temp = nodePath.join(dirReal, TEMP_PREFIX + randomBytes(12).toString('hex'));
+    let written = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        written += chunk.length;
+        args.onProgress?.(written);
+        cb(null, chunk);
+      },
+    });
+    try {
+      await pipeline(stream, counter, createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 }), { signal: args.signal });
+      if (args.size !== undefined && written !== args.size) {
+        throw new VfsError('INVALID', `size mismatch: expected ${args.size} bytes, got ${written}`);
+      }
+      if (args.modified) await utimes(temp, args.modified, args.modified);
+      await rename(temp, host);
+    } catch (e) {
+      await rm(temp, { force: true });
+      if (args.signal?.aborted) throw new VfsError('UPSTREAM', 'upload aborted', { path: dpath, cause: e });
+      throw fromErrno(e, dpath);
+    }
+    return this.get(dpath);
+  }
+
+  async setModified(obj: Obj, modified: Date): Promise<void> {
+    await this.at(obj.path, async (_h, real) => {
+      const st = await stat(real);
+      await utimes(real, st.atime, modified);
+    });
+  }
+
+  async usage(): Promise<{ total: number; free: number; used: number }> {
+    const s = await statfs(this.root);
+    const total = s.blocks * s.bsize;
+    return { total, free: s.bavail * s.bsize, used: total - s.bfree * s.bsize };
+  }
+}
+
+function parentOf(path: string): string {
+  return '/' + segments(path).slice(0, -1).join('/');
+}

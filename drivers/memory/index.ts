@@ -1,0 +1,25 @@
+/**
+ * "Memory": an in-memory storage. It is the reference implementation of every optional Driver method
+ * (read it before writing a driver), the test double the core's tests mount, and the backend the
+ * protocol loopback tests use. Contents vanish when the storage is dropped or the server stops.
+ */
+import type { DriverDefinition, OptionSpec } from '../types.js';
+import { MemoryDriver } from './memory.js';
+
+const options = [] as const satisfies readonly OptionSpec[];
+
+export const memoryDefinition: DriverDefinition<typeof options> = {
+  config: {
+    name: 'Memory',
+    local_sort: true,
+    only_local: false,
+    only_proxy: true,
+    no_cache: false,
+    no_upload: false,
+    need_ms: false,
+    default_root: '',
+    alert: '',
+  },
+  options,
+  create: () => new MemoryDriver(),
+};

@@ -1,0 +1,4 @@
+import { runConformance } from '../conformance/suite.js';
+import { memoryDefinition } from './index.js';
+
+runConformance(memoryDefinition as never, async () => ({ options: {}, cleanup: async () => undefined }));

@@ -1,0 +1,29 @@
+/**
+ * The skeleton for a new driver. Copy this folder to drivers/<name>/, then:
+ *  1. set `config` (AList's flags: they decide the `common` items of driver/info) and `options`
+ *     (AList's `additional` items; root_folder_path without a default takes config.default_root);
+ *  2. implement the required methods in template.ts, and only the optional ones your backend really
+ *     has (a missing method is a missing capability; never add a method that only throws);
+ *  3. map backend errors to VfsError codes as drivers/types.ts documents;
+ *  4. declare backend limits in `conformance` (data, not test code), run the suite from the test;
+ *  5. add the definition to BUILTIN_DRIVERS in drivers/registry.ts.
+ * It is not registered itself. This one keeps files in memory and has no rename/move/copy, so its
+ * conformance run also shows capability gating at work.
+ */
+import type { DriverDefinition, OptionSpec } from '../types.js';
+import { TemplateDriver } from './template.js';
+
+const options = [
+  { name: 'root_folder_path', type: 'string' },
+  { name: 'max_file_size', type: 'number', default: '1048576', help: 'largest file accepted, in bytes' },
+] as const satisfies readonly OptionSpec[];
+
+export const templateDefinition: DriverDefinition<typeof options> = {
+  config: {
+    name: 'Template', local_sort: false, only_local: false, only_proxy: true, no_cache: false,
+    no_upload: false, need_ms: false, default_root: '/', alert: '',
+  },
+  options,
+  conformance: {},
+  create: (opts) => new TemplateDriver(opts),
+};

@@ -1,0 +1,115 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Driver, DriverDefinition, Obj } from '../../drivers/types.js';
+import { memoryDefinition } from '../../drivers/memory/index.js';
+import { ListingCache } from './cache.js';
+import { body, ctx, makeCore, principal, storage, type TestCore } from './testing.js';
+
+const obj = (name: string): Obj => ({ name, path: '/' + name, size: 0, isDir: false, modified: new Date(0) });
+const policy = { ttlMinutes: 1, noCache: false };
+
+describe('ListingCache', () => {
+  it('serves from cache until the TTL passes', async () => {
+    let now = 0;
+    const c = new ListingCache(() => now);
+    let calls = 0;
+    const fetch = async () => [obj(`v${++calls}`)];
+    expect((await c.list(1, '/', policy, fetch))[0]!.name).toBe('v1');
+    expect((await c.list(1, '/', policy, fetch))[0]!.name).toBe('v1');
+    now = 61_000;
+    expect((await c.list(1, '/', policy, fetch))[0]!.name).toBe('v2');
+  });
+
+  it('does not store with TTL 0 or no_cache, and refresh bypasses', async () => {
+    const c = new ListingCache();
+    let calls = 0;
+    const fetch = async () => [obj(`v${++calls}`)];
+    await c.list(1, '/', { ttlMinutes: 0, noCache: false }, fetch);
+    await c.list(1, '/', { ttlMinutes: 0, noCache: false }, fetch);
+    await c.list(1, '/', { ttlMinutes: 5, noCache: true }, fetch);
+    expect(calls).toBe(3);
+    await c.list(1, '/a', policy, fetch);
+    await c.list(1, '/a', policy, fetch, true);
+    expect(calls).toBe(5);
+  });
+
+  it('shares one fetch between concurrent callers', async () => {
+    const c = new ListingCache();
+    let calls = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const fetch = async () => {
+      calls++;
+      await gate;
+      return [obj('x')];
+    };
+    const all = Promise.all([c.list(1, '/', policy, fetch), c.list(1, '/', policy, fetch), c.list(1, '/', policy, fetch)]);
+    release();
+    expect((await all).every((l) => l[0]!.name === 'x')).toBe(true);
+    expect(calls).toBe(1);
+  });
+
+  it('invalidates a folder, a subtree, and ignores fetches that raced a write', async () => {
+    const c = new ListingCache();
+    const fetch = async () => [obj('x')];
+    for (const p of ['/', '/a', '/a/b', '/ab']) await c.list(1, p, policy, fetch);
+    c.invalidate(1, '/');
+    expect(c.size(1)).toBe(3);
+    c.invalidateTree(1, '/a');
+    expect(c.size(1)).toBe(1); // only /ab is left: /ab is not inside /a
+    let release!: () => void;
+    const slow = c.list(1, '/x', policy, () => new Promise<Obj[]>((r) => (release = () => r([obj('stale')]))));
+    c.invalidate(1, '/x');
+    release();
+    await slow;
+    expect(c.size(1)).toBe(1);
+  });
+});
+
+describe('listing cache through the VFS', () => {
+  let core: TestCore;
+  let lists = 0;
+  const counting: DriverDefinition = {
+    ...(memoryDefinition as unknown as DriverDefinition),
+    config: { ...memoryDefinition.config, name: 'Counting' },
+    create: (o, c) => {
+      const d = memoryDefinition.create(o as never, c) as Driver;
+      const list = d.list.bind(d);
+      d.list = (dir, args) => {
+        lists++;
+        return list(dir, args);
+      };
+      return d;
+    },
+  };
+  const admin = ctx(principal(0xfff));
+  beforeEach(async () => {
+    lists = 0;
+    core = await makeCore([counting]);
+    await core.storages.create(storage('/c', 'Counting', { cache_expiration: 10 }));
+  });
+  afterEach(() => core.cleanup());
+
+  it('caches listings and drops them on our own writes', async () => {
+    await core.vfs.mkdir(admin, '/c/d');
+    await core.vfs.list(admin, '/c/d');
+    await core.vfs.list(admin, '/c/d');
+    expect(lists).toBe(1);
+    await core.vfs.put(admin, '/c/d/f', body('x'));
+    expect((await core.vfs.list(admin, '/c/d')).entries.map((e) => e.name)).toEqual(['f']);
+    expect(lists).toBe(2);
+    await core.vfs.list(admin, '/c/d', { refresh: true });
+    expect(lists).toBe(3);
+    await core.vfs.moveTo(admin, '/c/d/f', '/c/d/g');
+    expect((await core.vfs.list(admin, '/c/d')).entries.map((e) => e.name)).toEqual(['g']);
+    await core.vfs.remove(admin, '/c/d/g');
+    expect((await core.vfs.list(admin, '/c/d')).entries).toEqual([]);
+  });
+
+  it('drops a moved folder\'s subtree', async () => {
+    await core.vfs.put(admin, '/c/a/x/f', body('x'));
+    await core.vfs.list(admin, '/c/a/x');
+    await core.vfs.moveTo(admin, '/c/a', '/c/b');
+    expect(await core.vfs.list(admin, '/c/a/x').catch((e) => e.code)).toBe('NOT_FOUND');
+    expect((await core.vfs.list(admin, '/c/b/x')).entries.map((e) => e.name)).toEqual(['f']);
+  });
+});

@@ -1,0 +1,99 @@
+/**
+ * Directory listings cached per mount, keyed by (mountId, driver path). A storage's TTL is its
+ * cache_expiration in minutes (0 = not cached); drivers flagged no_cache are never cached.
+ * Concurrent fetches of the same folder share one driver call. Our own writes invalidate: the parent
+ * folder of every changed path, and the whole subtree when a folder is moved or removed.
+ *
+ * A generation counter per mount makes invalidation win over fetches already in flight: a listing
+ * fetched before a write is not stored after it.
+ */
+import { isWithin } from '../paths.js';
+import type { Obj } from '../../drivers/types.js';
+
+interface Cached {
+  objs: Obj[];
+  expires: number;
+}
+
+interface MountCache {
+  entries: Map<string, Cached>;
+  inflight: Map<string, Promise<Obj[]>>;
+  generation: number;
+}
+
+export interface CachePolicy {
+  /** Minutes; 0 or less disables storing (in-flight sharing still applies). */
+  ttlMinutes: number;
+  /** The driver's no_cache flag. */
+  noCache: boolean;
+}
+
+export class ListingCache {
+  private readonly mounts = new Map<number, MountCache>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private of(mountId: number): MountCache {
+    let m = this.mounts.get(mountId);
+    if (!m) this.mounts.set(mountId, (m = { entries: new Map(), inflight: new Map(), generation: 0 }));
+    return m;
+  }
+
+  /**
+   * The listing of `dpath`: from the cache when fresh (and `refresh` is not set), else from `fetch`,
+   * shared with any concurrent caller asking for the same folder.
+   */
+  async list(mountId: number, dpath: string, policy: CachePolicy, fetch: () => Promise<Obj[]>, refresh = false): Promise<Obj[]> {
+    const m = this.of(mountId);
+    const cacheable = !policy.noCache && policy.ttlMinutes > 0;
+    if (cacheable && !refresh) {
+      const hit = m.entries.get(dpath);
+      if (hit && hit.expires > this.now()) return hit.objs;
+      if (hit) m.entries.delete(dpath);
+    }
+    const pending = m.inflight.get(dpath);
+    if (pending && !refresh) return pending;
+    const generation = m.generation;
+    const p = fetch().then(
+      (objs) => {
+        if (m.inflight.get(dpath) === p) m.inflight.delete(dpath);
+        if (cacheable && m.generation === generation) m.entries.set(dpath, { objs, expires: this.now() + policy.ttlMinutes * 60_000 });
+        return objs;
+      },
+      (e: unknown) => {
+        if (m.inflight.get(dpath) === p) m.inflight.delete(dpath);
+        throw e;
+      },
+    );
+    m.inflight.set(dpath, p);
+    return p;
+  }
+
+  /** Drop one folder's listing (after a change inside it). */
+  invalidate(mountId: number, dpath: string): void {
+    const m = this.mounts.get(mountId);
+    if (!m) return;
+    m.generation++;
+    m.entries.delete(dpath);
+    m.inflight.delete(dpath);
+  }
+
+  /** Drop a folder and everything below it (after the folder itself moved or was removed). */
+  invalidateTree(mountId: number, dpath: string): void {
+    const m = this.mounts.get(mountId);
+    if (!m) return;
+    m.generation++;
+    for (const k of [...m.entries.keys()]) if (isWithin(dpath, k)) m.entries.delete(k);
+    for (const k of [...m.inflight.keys()]) if (isWithin(dpath, k)) m.inflight.delete(k);
+  }
+
+  /** Forget a mount entirely (unmounted, re-initialised or deleted). */
+  dropMount(mountId: number): void {
+    this.mounts.delete(mountId);
+  }
+
+  /** Number of cached folders of a mount (for tests and diagnostics). */
+  size(mountId: number): number {
+    return this.mounts.get(mountId)?.entries.size ?? 0;
+  }
+}

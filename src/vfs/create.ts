@@ -1,0 +1,58 @@
+/**
+ * Builds the VFS half of the Core: one registry, mount table, listing cache, meta rules and storage
+ * service, wired together and returned (no module-level state). Storages are not loaded here: the
+ * composition root calls `storages.loadAll()` (without awaiting it, so start-up never waits on a
+ * slow backend) and `mounts.dropAll()` on shutdown, or simply `close()`.
+ */
+import type { Logger } from 'pino';
+import type { Store } from '../store/store.js';
+import { DriverRegistry } from '../../drivers/registry.js';
+import type { DriverDefinition } from '../../drivers/types.js';
+import { ListingCache } from './cache.js';
+import { MetaService } from './meta-service.js';
+import type { MetaRules } from './meta.js';
+import { MountTable } from './mounts.js';
+import { StorageService } from './storages.js';
+import { Vfs } from './vfs.js';
+
+export interface VfsCoreOptions {
+  store: Store;
+  log: Logger;
+  dataDir: string;
+  /** Driver definitions to offer; the built-in list by default (tests add their own). */
+  drivers?: readonly DriverDefinition[];
+  /** Bound on one storage's init; 15 s by default. */
+  initTimeoutMs?: number;
+}
+
+export interface VfsCore {
+  readonly registry: DriverRegistry;
+  readonly mounts: MountTable;
+  readonly cache: ListingCache;
+  readonly storages: StorageService;
+  /** Meta admin (REST CRUD); `metas.rules` is the evaluator the VFS uses. */
+  readonly metas: MetaService;
+  readonly rules: MetaRules;
+  readonly vfs: Vfs;
+  /** Stop following store changes and drop every driver. */
+  closeVfs(): Promise<void>;
+}
+
+export function createVfsCore(opts: VfsCoreOptions): VfsCore {
+  const registry = new DriverRegistry(opts.drivers);
+  const cache = new ListingCache();
+  const mounts = new MountTable({ registry, log: opts.log, dataDir: opts.dataDir, cache, initTimeoutMs: opts.initTimeoutMs });
+  const storages = new StorageService(opts.store, mounts, registry);
+  const metas = new MetaService(opts.store.metas);
+  const rules = metas.rules;
+  // `treegate admin …` or another process may edit the store file: derived caches must follow.
+  const unsubscribe = opts.store.onExternalChange(() => rules.invalidate());
+  const vfs = new Vfs({ mounts, rules, cache });
+  return {
+    registry, mounts, cache, storages, metas, rules, vfs,
+    closeVfs: async () => {
+      unsubscribe();
+      await mounts.dropAll();
+    },
+  };
+}

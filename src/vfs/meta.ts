@@ -1,0 +1,149 @@
+/**
+ * Meta rules (alist-compat §9, §13) evaluated in the core. The rule for a path is the *nearest* one:
+ * an exact match of the path, else of its parent, and so on up to `/`; only that rule applies. Each
+ * facet covers the rule's own path, and its descendants only when the facet's `*_sub` flag is set
+ * (password ↔ p_sub, write ↔ w_sub, readme ↔ r_sub, header ↔ header_sub; hide ↔ h_sub applies to the
+ * children *listed in* a folder).
+ *
+ * All rules are loaded once into a path-keyed map with their hide regexes compiled; any meta write
+ * (MetaService) or external store change must call `invalidate()`.
+ *
+ * Safer than AList (decision 3): a path is hidden when *any* of its components is hidden in its
+ * parent folder, so a file inside a hidden folder cannot be reached by its direct path either.
+ */
+import { safeEqual } from '../auth/passwords.js';
+import { can, type Principal } from '../auth/principal.js';
+import { VfsError } from '../errors.js';
+import { segments } from '../paths.js';
+import type { Repo } from '../store/store.js';
+import type { MetaRecord } from '../store/types.js';
+import type { DirFacts } from './types.js';
+
+interface Rule {
+  meta: MetaRecord;
+  hide: RegExp[];
+}
+
+/** Hide text → one regex per line (a trailing CR is ignored; an empty line matches everything). */
+export function compileHide(text: string): RegExp[] {
+  if (text === '') return [];
+  return text.split('\n').map((l) => new RegExp(l.endsWith('\r') ? l.slice(0, -1) : l));
+}
+
+/** Check hide text at save time: VfsError('INVALID', `<line> is illegal: <err>`) for the first bad line. */
+export function validateHide(text: string): void {
+  for (const line of text === '' ? [] : text.split('\n')) {
+    try {
+      new RegExp(line.endsWith('\r') ? line.slice(0, -1) : line);
+    } catch (e) {
+      throw new VfsError('INVALID', `${line} is illegal: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** Does a facet of `meta` reach `path` (its own path always, descendants only with the sub flag). */
+const applies = (meta: MetaRecord, path: string, sub: boolean) => meta.path === path || sub;
+
+export class MetaRules {
+  private rules: Promise<Map<string, Rule>> | undefined;
+
+  constructor(private readonly repo: Repo<MetaRecord>) {}
+
+  /** Drop the cached rules; the next lookup reloads them from the store. */
+  invalidate(): void {
+    this.rules = undefined;
+  }
+
+  private load(): Promise<Map<string, Rule>> {
+    this.rules ??= this.repo.list().then((all) => {
+      const m = new Map<string, Rule>();
+      for (const meta of all) {
+        let hide: RegExp[] = [];
+        try {
+          hide = compileHide(meta.hide);
+        } catch {
+          hide = [/(?:)/]; // a stored rule with a broken regex hides everything rather than nothing
+        }
+        m.set('/' + segments(meta.path).join('/'), { meta, hide });
+      }
+      return m;
+    });
+    const p = this.rules;
+    p.catch(() => { if (this.rules === p) this.rules = undefined; });
+    return p;
+  }
+
+  private async nearestRule(vpath: string): Promise<Rule | undefined> {
+    const rules = await this.load();
+    const segs = segments(vpath);
+    for (let n = segs.length; n >= 0; n--) {
+      const r = rules.get('/' + segs.slice(0, n).join('/'));
+      if (r) return r;
+    }
+    return undefined;
+  }
+
+  /** The nearest rule at or above `vpath` (absolute virtual path), if any. */
+  async nearest(vpath: string): Promise<MetaRecord | undefined> {
+    return (await this.nearestRule(vpath))?.meta;
+  }
+
+  /** Regexes hiding children of the folder `dirVpath` from this principal ([] with the see-hidden bit). */
+  async hidePatterns(p: Principal, dirVpath: string): Promise<RegExp[]> {
+    if (can.seeHidden(p)) return [];
+    const r = await this.nearestRule(dirVpath);
+    const dir = '/' + segments(dirVpath).join('/');
+    return r && applies(r.meta, dir, r.meta.h_sub) ? r.hide : [];
+  }
+
+  /** Is `vpath` hidden from this principal: some component matches its parent folder's hide rule. */
+  async isHidden(p: Principal, vpath: string): Promise<boolean> {
+    if (can.seeHidden(p)) return false;
+    const segs = segments(vpath);
+    for (let i = 0; i < segs.length; i++) {
+      const patterns = await this.hidePatterns(p, '/' + segs.slice(0, i).join('/'));
+      if (patterns.some((re) => re.test(segs[i]!))) return true;
+    }
+    return false;
+  }
+
+  /** AList's password part of CanAccess: bit1 bypasses; else the nearest rule's password, if it applies. */
+  async passwordOk(p: Principal, vpath: string, password: string | undefined): Promise<boolean> {
+    if (can.skipPassword(p)) return true;
+    const r = await this.nearestRule(vpath);
+    if (!r || r.meta.password === '') return true;
+    if (!applies(r.meta, '/' + segments(vpath).join('/'), r.meta.p_sub)) return true;
+    return safeEqual(password ?? '', r.meta.password);
+  }
+
+  /** AList's CanAccess (hide, then password), made stricter on hide as described above. */
+  async canAccess(p: Principal, vpath: string, password: string | undefined): Promise<boolean> {
+    return !(await this.isHidden(p, vpath)) && (await this.passwordOk(p, vpath, password));
+  }
+
+  /** Throwing form of canAccess: hidden → NOT_FOUND, password missing or wrong → PASSWORD_REQUIRED. */
+  async assertAccess(p: Principal, vpath: string, password: string | undefined): Promise<void> {
+    if (await this.isHidden(p, vpath)) throw new VfsError('NOT_FOUND', undefined, { path: vpath });
+    if (!(await this.passwordOk(p, vpath, password))) throw new VfsError('PASSWORD_REQUIRED', undefined, { path: vpath });
+  }
+
+  /** May `p` create or upload inside the folder `dirVpath`: write bit, or a meta write that reaches it. */
+  async canWrite(p: Principal, dirVpath: string): Promise<boolean> {
+    if (can.write(p)) return true;
+    const r = await this.nearestRule(dirVpath);
+    return !!r && r.meta.write && applies(r.meta, '/' + segments(dirVpath).join('/'), r.meta.w_sub);
+  }
+
+  /** fs/list's readme, header, write and whether a path password protects the folder. */
+  async facts(p: Principal, dirVpath: string): Promise<DirFacts> {
+    const r = await this.nearestRule(dirVpath);
+    const dir = '/' + segments(dirVpath).join('/');
+    const m = r?.meta;
+    return {
+      readme: m && applies(m, dir, m.r_sub) ? m.readme : '',
+      header: m && applies(m, dir, m.header_sub) ? m.header : '',
+      write: await this.canWrite(p, dirVpath),
+      passwordProtected: !!m && m.password !== '' && applies(m, dir, m.p_sub),
+    };
+  }
+}

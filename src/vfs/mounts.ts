@@ -1,0 +1,214 @@
+/**
+ * The mount table: which storage serves which part of the virtual tree. This is the one place that
+ * turns a virtual path into (mount, driver path), by the longest mount path that is a prefix of it on
+ * whole segments (`/a` serves `/a/b`, never `/ab`). Folders above mount points that no storage
+ * covers are "virtual": they exist only to list the mount points below them.
+ *
+ * Every storage in the store has an entry, whatever its state: a storage that is disabled, failed to
+ * init or names an unknown driver still owns its mount path and answers STORAGE_UNAVAILABLE
+ * (`storage not init: <status>`), so its requests never fall through to a parent storage.
+ */
+import type { Logger } from 'pino';
+import { VfsError } from '../errors.js';
+import { join, segments } from '../paths.js';
+import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type TreeAccess } from '../../drivers/types.js';
+import { parseOptions, type DriverRegistry } from '../../drivers/registry.js';
+import type { StorageRecord } from '../store/types.js';
+import type { Entry, StorageInfo } from './types.js';
+import type { ListingCache } from './cache.js';
+
+export const STATUS_WORK = 'work';
+export const STATUS_DISABLED = 'disabled';
+export const DEFAULT_INIT_TIMEOUT_MS = 15_000;
+
+const NO_CAPABILITIES: Capabilities = {
+  canGet: false, canMkdir: false, canRename: false, canMove: false, canCopy: false,
+  canRemove: false, canPut: false, canSetModified: false, canUsage: false,
+};
+
+/** One storage in the table. `status` is `work`, `disabled`, or the init error text. */
+export interface Mount {
+  readonly id: number;
+  readonly record: StorageRecord;
+  /** The normalised mount path split into segments (`/` is `[]`). */
+  readonly segments: readonly string[];
+  readonly definition?: DriverDefinition;
+  /** Present once init succeeded; never call it while status is not `work`. */
+  driver?: Driver;
+  capabilities: Capabilities;
+  status: string;
+  /** Settles (never rejects) when init has finished either way. */
+  readonly ready: Promise<void>;
+}
+
+export type Resolution =
+  | { kind: 'mount'; mount: Mount; dpath: string }
+  | { kind: 'virtual' };
+
+export interface MountTableDeps {
+  registry: DriverRegistry;
+  log: Logger;
+  dataDir: string;
+  cache?: ListingCache;
+  /** Upper bound for one driver's init; a hanging backend becomes an error status. */
+  initTimeoutMs?: number;
+  /** The virtual tree for drivers that present parts of it (DriverContext.tree); read at each init. */
+  tree?: () => TreeAccess | undefined;
+}
+
+export class MountTable {
+  private readonly mounts = new Map<number, Mount>();
+
+  constructor(private readonly deps: MountTableDeps) {}
+
+  /**
+   * (Re)mount a storage record: drop any previous instance with the same id, create the driver and
+   * init it with a bounded timeout. Resolves with the mount once init has finished; never throws
+   * for driver failures (they become the mount's status).
+   */
+  async mount(record: StorageRecord): Promise<Mount> {
+    await this.unmount(record.id);
+    const def = this.deps.registry.get(record.driver);
+    let settle!: () => void;
+    const ready = new Promise<void>((r) => (settle = r));
+    const m: Mount = {
+      id: record.id, record: { ...record }, segments: segments(record.mount_path), definition: def,
+      capabilities: NO_CAPABILITIES, status: 'initializing', ready,
+    };
+    this.mounts.set(record.id, m);
+    try {
+      if (record.disabled) m.status = STATUS_DISABLED;
+      else if (!def) m.status = `failed get driver new: no driver named: ${record.driver}`;
+      else await this.init(m, def);
+    } finally {
+      m.record.status = m.status;
+      settle();
+    }
+    return m;
+  }
+
+  private async init(m: Mount, def: DriverDefinition): Promise<void> {
+    const log = this.deps.log.child({ mount: m.record.mount_path, driver: def.config.name });
+    let driver: Driver | undefined;
+    const ms = this.deps.initTimeoutMs ?? DEFAULT_INIT_TIMEOUT_MS;
+    const ac = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      driver = def.create(parseOptions(def, m.record.addition), { log, dataDir: this.deps.dataDir, tree: this.deps.tree?.() });
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          ac.abort();
+          reject(new Error(`init timed out after ${ms} ms`));
+        }, ms);
+      });
+      const initing = driver.init(ac.signal);
+      initing.catch(() => undefined); // if the timeout wins, a late rejection must not go unhandled
+      await Promise.race([initing, timeout]);
+      if (this.mounts.get(m.id) !== m) {
+        await driver.drop(); // unmounted or replaced while initialising
+        return;
+      }
+      m.driver = driver;
+      m.capabilities = capabilitiesOf(driver, def.config);
+      m.status = STATUS_WORK;
+    } catch (e) {
+      m.status = e instanceof Error ? e.message : String(e);
+      log.warn({ err: e }, 'storage init failed');
+      await driver?.drop().catch(() => undefined);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Remove a storage from the tree and release its driver. Unknown ids are ignored. */
+  async unmount(id: number): Promise<void> {
+    const m = this.mounts.get(id);
+    if (!m) return;
+    this.mounts.delete(id);
+    this.deps.cache?.dropMount(id);
+    const d = m.driver;
+    m.driver = undefined;
+    m.status = STATUS_DISABLED;
+    await d?.drop().catch(() => undefined);
+  }
+
+  async dropAll(): Promise<void> {
+    await Promise.all([...this.mounts.keys()].map((id) => this.unmount(id)));
+  }
+
+  get(id: number): Mount | undefined {
+    return this.mounts.get(id);
+  }
+
+  all(): Mount[] {
+    return [...this.mounts.values()];
+  }
+
+  /** The mount owning `vpath` on whole segments, whatever its status. */
+  private owner(segs: readonly string[]): Mount | undefined {
+    let best: Mount | undefined;
+    for (const m of this.mounts.values()) {
+      if (m.segments.length > segs.length || (best && m.segments.length <= best.segments.length)) continue;
+      if (m.segments.every((s, i) => s === segs[i])) best = m;
+    }
+    return best;
+  }
+
+  /**
+   * Where a virtual path lives. Waits for a mount that is still initialising (bounded by the init
+   * timeout). Throws STORAGE_UNAVAILABLE for a mount not in `work` status, NOT_FOUND when no storage
+   * covers the path and no storage lies below it. `/` is always at least virtual.
+   */
+  async resolve(vpath: string): Promise<Resolution> {
+    const segs = segments(vpath);
+    const m = this.owner(segs);
+    if (m) {
+      await m.ready;
+      if (m.status !== STATUS_WORK || !m.driver) throw new VfsError('STORAGE_UNAVAILABLE', `storage not init: ${m.status}`, { path: vpath });
+      return { kind: 'mount', mount: m, dpath: '/' + segs.slice(m.segments.length).join('/') };
+    }
+    if (segs.length === 0 || this.below(segs).length > 0) return { kind: 'virtual' };
+    throw new VfsError('NOT_FOUND', undefined, { path: vpath });
+  }
+
+  /** Listed (not disabled) mounts strictly below `segs`. */
+  private below(segs: readonly string[]): Mount[] {
+    return [...this.mounts.values()].filter(
+      (m) => m.status !== STATUS_DISABLED && m.segments.length > segs.length && segs.every((s, i) => s === m.segments[i]),
+    );
+  }
+
+  /**
+   * Mount points directly or indirectly below `vpath`, as virtual folders named by the next segment
+   * (size 0, modified = the storage's modified), sorted by order then mount path.
+   */
+  childMounts(vpath: string): Entry[] {
+    const segs = segments(vpath);
+    const first = new Map<string, Mount>();
+    const key = (m: Mount) => [m.record.order, m.record.mount_path] as const;
+    const before = (a: Mount, b: Mount) => key(a)[0] < key(b)[0] || (key(a)[0] === key(b)[0] && key(a)[1] < key(b)[1]);
+    for (const m of this.below(segs)) {
+      const name = m.segments[segs.length]!;
+      const cur = first.get(name);
+      if (!cur || before(m, cur)) first.set(name, m);
+    }
+    return [...first.entries()]
+      .sort(([, a], [, b]) => (before(a, b) ? -1 : before(b, a) ? 1 : 0))
+      .map(([name, m]) => ({
+        name, size: 0, isDir: true, modified: new Date(m.record.modified), vpath: join(vpath, name), virtual: true,
+      }));
+  }
+
+  /** What adapters may know about a mount. */
+  info(m: Mount): StorageInfo {
+    const config = m.definition?.config ?? {
+      name: m.record.driver, local_sort: false, only_local: false, only_proxy: false, no_cache: true,
+      no_upload: true, need_ms: false, default_root: '', alert: '',
+    };
+    return {
+      id: m.id, mountPath: m.record.mount_path, driverName: m.record.driver, config: { ...config },
+      capabilities: { ...m.capabilities }, webdavPolicy: m.record.webdav_policy, downProxyUrl: m.record.down_proxy_url,
+      webProxy: m.record.web_proxy, enableSign: m.record.enable_sign,
+    };
+  }
+}

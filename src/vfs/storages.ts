@@ -1,0 +1,163 @@
+/**
+ * Storage administration with AList's semantics (alist-compat §7): rows in store.storages, live
+ * instances in the MountTable. Records returned here carry the live `status` and the normalised
+ * `addition` (every option of the driver with its value, as a JSON string).
+ *
+ * Errors (all VfsError): unknown id → NOT_FOUND (`record not found`, or `failed get old storage:
+ * record not found` on update); unknown driver → INVALID `failed get driver new: no driver named: X`;
+ * bad options → INVALID naming the option; duplicate mount path → EXISTS (the store's unique text);
+ * driver change → INVALID `driver cannot be changed`; enable/disable twice → INVALID `this storage
+ * have enabled|disabled`. AList answers all of these with code 500; the REST adapter decides.
+ */
+import { VfsError } from '../errors.js';
+import { normalize } from '../paths.js';
+import { additionJson, parseOptions, type DriverRegistry } from '../../drivers/registry.js';
+import type { Store } from '../store/store.js';
+import type { StorageRecord } from '../store/types.js';
+import { STATUS_DISABLED, STATUS_WORK, type MountTable } from './mounts.js';
+
+/** What create/update accept: a storage JSON as the admin page sends it (status/modified ignored). */
+export type StorageInput = Partial<Omit<StorageRecord, 'status' | 'modified'>> & { mount_path: string; driver: string };
+
+/** The outcome of a change that (re)initialised a storage: the saved record, and the init error if any. */
+export interface StorageChange {
+  record: StorageRecord;
+  /** Set when the row was saved but the driver failed to init (AList's "already created" case). */
+  error?: VfsError;
+}
+
+const byOrderThenId = (a: StorageRecord, b: StorageRecord) => a.order - b.order || a.id - b.id;
+
+export class StorageService {
+  private loadingCount = 0;
+
+  constructor(private readonly store: Store, private readonly mounts: MountTable, private readonly registry: DriverRegistry) {}
+
+  /** True while loadAll runs (REST answers `Loading storage, please wait`). */
+  get loading(): boolean {
+    return this.loadingCount > 0;
+  }
+
+  private live(r: StorageRecord): StorageRecord {
+    const m = this.mounts.get(r.id);
+    return { ...r, status: r.disabled ? STATUS_DISABLED : m?.status ?? r.status };
+  }
+
+  /** All storages ordered by order, then id. */
+  async list(): Promise<StorageRecord[]> {
+    return (await this.store.storages.list()).map((r) => this.live(r)).sort(byOrderThenId);
+  }
+
+  async get(id: number): Promise<StorageRecord> {
+    const r = await this.store.storages.get(id);
+    if (!r) throw new VfsError('NOT_FOUND', 'record not found');
+    return this.live(r);
+  }
+
+  /** Fill defaults, clean the mount path, validate and normalise the options. */
+  private prepare(input: StorageInput, base?: StorageRecord): Omit<StorageRecord, 'id'> {
+    const def = this.registry.get(input.driver);
+    if (!def) throw new VfsError('INVALID', `failed get driver new: no driver named: ${input.driver}`);
+    const c = def.config;
+    const addition = additionJson(def, parseOptions(def, input.addition ?? base?.addition ?? ''));
+    const policy = input.webdav_policy || base?.webdav_policy || (c.only_proxy || c.only_local ? 'native_proxy' : '302_redirect');
+    const allowed = c.only_proxy || c.only_local ? ['use_proxy_url', 'native_proxy'] : ['302_redirect', 'use_proxy_url', 'native_proxy'];
+    if (!allowed.includes(policy)) throw new VfsError('INVALID', `webdav_policy must be one of ${allowed.join(',')}`);
+    const pick = <K extends keyof StorageRecord>(k: K, dflt: StorageRecord[K]): StorageRecord[K] =>
+      (input[k as keyof StorageInput] as StorageRecord[K] | undefined) ?? base?.[k] ?? dflt;
+    return {
+      mount_path: normalize(input.mount_path),
+      order: Number(pick('order', 0)) || 0,
+      driver: input.driver,
+      cache_expiration: c.no_cache ? 0 : Number(pick('cache_expiration', 30)) || 0,
+      status: base?.status ?? STATUS_WORK,
+      addition,
+      remark: pick('remark', ''),
+      modified: new Date().toISOString(),
+      disabled: pick('disabled', false),
+      disable_index: pick('disable_index', false),
+      enable_sign: pick('enable_sign', false),
+      order_by: pick('order_by', ''),
+      order_direction: pick('order_direction', ''),
+      extract_folder: pick('extract_folder', ''),
+      web_proxy: pick('web_proxy', false),
+      webdav_policy: policy,
+      proxy_range: pick('proxy_range', false),
+      down_proxy_url: pick('down_proxy_url', ''),
+    };
+  }
+
+  /** Mount a saved row and persist the resulting status; returns the change with any init error. */
+  private async activate(saved: StorageRecord): Promise<StorageChange> {
+    const m = await this.mounts.mount(saved);
+    const record = await this.store.storages.update(saved.id, { status: m.status });
+    if (m.status === STATUS_WORK || m.status === STATUS_DISABLED) return { record };
+    return { record, error: new VfsError('STORAGE_UNAVAILABLE', `failed init storage: ${m.status}`) };
+  }
+
+  /**
+   * Create and mount a storage. Validation errors throw before anything is saved. An init failure
+   * keeps the row (status = the error) and is returned as `error` with the message
+   * `failed init storage but storage is already created: failed init storage: <err>`.
+   */
+  async create(input: StorageInput): Promise<StorageChange> {
+    const rec = this.prepare(input);
+    const saved = await this.store.storages.insert({ ...rec, id: input.id || undefined });
+    const change = await this.activate(saved);
+    if (change.error) {
+      change.error = new VfsError('STORAGE_UNAVAILABLE', `failed init storage but storage is already created: ${change.error.message}`);
+    }
+    return change;
+  }
+
+  /** Save a changed storage, then re-init it under its (possibly new) mount path unless disabled. */
+  async update(input: StorageInput & { id: number }): Promise<StorageChange> {
+    const old = await this.store.storages.get(input.id);
+    if (!old) throw new VfsError('NOT_FOUND', 'failed get old storage: record not found');
+    if (old.driver !== input.driver) throw new VfsError('INVALID', 'driver cannot be changed');
+    const { id: _id, ...rec } = { ...this.prepare(input, old), id: old.id };
+    const saved = await this.store.storages.update(old.id, rec);
+    if (saved.disabled) {
+      await this.mounts.mount(saved); // replaces the old instance with a disabled placeholder
+      return { record: this.live(saved) };
+    }
+    return this.activate(saved);
+  }
+
+  async delete(id: number): Promise<void> {
+    if (!(await this.store.storages.get(id))) throw new VfsError('NOT_FOUND', 'record not found');
+    await this.mounts.unmount(id);
+    await this.store.storages.delete(id);
+  }
+
+  async enable(id: number): Promise<StorageChange> {
+    const r = await this.get(id);
+    if (!r.disabled) throw new VfsError('INVALID', 'this storage have enabled');
+    return this.activate(await this.store.storages.update(id, { disabled: false }));
+  }
+
+  async disable(id: number): Promise<void> {
+    const r = await this.get(id);
+    if (r.disabled) throw new VfsError('INVALID', 'this storage have disabled');
+    const saved = await this.store.storages.update(id, { disabled: true, status: STATUS_DISABLED });
+    await this.mounts.mount(saved);
+  }
+
+  /**
+   * (Re)load every storage from the store, all concurrently; each init is bounded by the mount
+   * table's timeout, so one hanging backend delays only its own mount path. Safe to run without
+   * awaiting (start-up, `load_all`): requests to a path whose storage is still initialising wait
+   * for that storage only.
+   */
+  async loadAll(): Promise<void> {
+    this.loadingCount++;
+    try {
+      const rows = await this.store.storages.list();
+      const keep = new Set(rows.map((r) => r.id));
+      await Promise.all(this.mounts.all().filter((m) => !keep.has(m.id)).map((m) => this.mounts.unmount(m.id)));
+      await Promise.all(rows.map((r) => this.mounts.mount(r)));
+    } finally {
+      this.loadingCount--;
+    }
+  }
+}

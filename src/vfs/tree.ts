@@ -1,0 +1,132 @@
+/**
+ * Object lookups inside one mount, shared by the read and write halves of the VFS: the driver call
+ * wrapper (anything foreign becomes UPSTREAM), cached listings, lookups by driver path, `mkdir -p`,
+ * cache invalidation after writes, and the storage's local sort.
+ */
+import { toVfsError, VfsError } from '../errors.js';
+import { basename, join, parent, segments } from '../paths.js';
+import type { CallArgs, Driver, Obj } from '../../drivers/types.js';
+import type { ListingCache } from './cache.js';
+import type { Mount } from './mounts.js';
+import type { Entry } from './types.js';
+
+/** Natural order for names ("file2" before "file10"), as AList's order_by=name. */
+const natural = new Intl.Collator(undefined, { numeric: true, sensitivity: 'variant' });
+
+export function toEntry(o: Obj, vpath: string, name = o.name): Entry {
+  const e: Entry = { name, size: o.isDir ? 0 : o.size, isDir: o.isDir, modified: o.modified, vpath };
+  if (o.created) e.created = o.created;
+  if (o.hashes) e.hashes = o.hashes;
+  if (o.thumb) e.thumb = o.thumb;
+  return e;
+}
+
+export class Tree {
+  constructor(private readonly cache: ListingCache) {}
+
+  driver(m: Mount): Driver {
+    if (!m.driver) throw new VfsError('STORAGE_UNAVAILABLE', `storage not init: ${m.status}`);
+    return m.driver;
+  }
+
+  /** Run a driver call; VfsErrors pass through, anything else is an UPSTREAM failure. */
+  async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw toVfsError(e, 'UPSTREAM');
+    }
+  }
+
+  rootObj(m: Mount, args: CallArgs): Promise<Obj> {
+    const d = this.driver(m);
+    if (d.get) return this.call(() => d.get!('/', args));
+    return Promise.resolve({ name: '', path: '/', size: 0, isDir: true, modified: new Date(m.record.modified) });
+  }
+
+  /** A folder's children, through the listing cache, in the storage's configured order. */
+  async list(m: Mount, dir: Obj, args: CallArgs, refresh = false): Promise<Obj[]> {
+    if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+    const d = this.driver(m);
+    const policy = { ttlMinutes: m.record.cache_expiration, noCache: m.definition?.config.no_cache ?? true };
+    const objs = await this.cache.list(m.id, dir.path, policy, () => this.call(() => d.list(dir, args)), refresh);
+    return this.sorted(m, objs);
+  }
+
+  private sorted(m: Mount, objs: Obj[]): Obj[] {
+    const { order_by: by, order_direction: dir, extract_folder: extract } = m.record;
+    let out = objs;
+    if (m.definition?.config.local_sort && by) {
+      const cmp = (a: Obj, b: Obj) =>
+        by === 'size' ? a.size - b.size : by === 'modified' ? a.modified.getTime() - b.modified.getTime() : natural.compare(a.name, b.name);
+      out = [...out].sort((a, b) => (dir === 'desc' ? -cmp(a, b) : cmp(a, b)));
+    }
+    if (extract === 'front' || extract === 'back') {
+      const dirs = out.filter((o) => o.isDir);
+      const files = out.filter((o) => !o.isDir);
+      out = extract === 'front' ? [...dirs, ...files] : [...files, ...dirs];
+    }
+    return out;
+  }
+
+  /** The object at a driver path: the driver's get when it has one, else a lookup in the parent. */
+  async objAt(m: Mount, dpath: string, args: CallArgs): Promise<Obj> {
+    if (segments(dpath).length === 0) return this.rootObj(m, args);
+    const d = this.driver(m);
+    if (d.get) return this.call(() => d.get!(dpath, args));
+    const dir = await this.objAt(m, parent(dpath), args);
+    const name = basename(dpath);
+    const hit = (await this.list(m, dir, args)).find((o) => o.name === name);
+    if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: dpath });
+    return hit;
+  }
+
+  /** Like objAt, but undefined when the path (or a parent) does not exist. */
+  async tryObjAt(m: Mount, dpath: string, args: CallArgs): Promise<Obj | undefined> {
+    try {
+      return await this.objAt(m, dpath, args);
+    } catch (e) {
+      if (e instanceof VfsError && e.code === 'NOT_FOUND') return undefined;
+      throw e;
+    }
+  }
+
+  /** The folder at `dpath`, creating it and any missing parents. A file in the way is EXISTS. */
+  async ensureDir(m: Mount, dpath: string, args: CallArgs): Promise<Obj> {
+    const found = await this.tryObjAt(m, dpath, args);
+    if (found) {
+      if (!found.isDir) throw new VfsError('EXISTS', 'file exists', { path: dpath });
+      return found;
+    }
+    const d = this.driver(m);
+    if (!d.mkdir) throw new VfsError('NOT_SUPPORTED', undefined, { path: dpath });
+    const up = await this.ensureDir(m, parent(dpath), args);
+    let made: Obj | void;
+    try {
+      made = await this.call(() => d.mkdir!(up, basename(dpath), args));
+    } catch (e) {
+      if (!(e instanceof VfsError && e.code === 'EXISTS')) throw e;
+      made = undefined; // created concurrently by someone else: fine if it is a folder
+    }
+    this.changed(m, dpath);
+    if (made) return made;
+    const again = await this.objAt(m, dpath, args);
+    if (!again.isDir) throw new VfsError('EXISTS', 'file exists', { path: dpath });
+    return again;
+  }
+
+  /** After a change at `dpath`: its folder's listing is stale; with `tree`, so is all below it. */
+  changed(m: Mount, dpath: string, tree = false): void {
+    this.cache.invalidate(m.id, parent(dpath));
+    if (tree) this.cache.invalidateTree(m.id, dpath);
+  }
+
+  /** Child path helper that tolerates only names a virtual path can carry. */
+  childPath(dirVpath: string, name: string): string | undefined {
+    try {
+      return join(dirVpath, name);
+    } catch {
+      return undefined;
+    }
+  }
+}

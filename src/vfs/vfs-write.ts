@@ -1,0 +1,213 @@
+/**
+ * The write half of the VFS: mkdir, move/rename, copy, remove, put, setModified. Order of checks
+ * for every call: path checks and hide/password (Vfs.enter), permission bits (./guard.ts),
+ * then the storage (virtual folders, storage roots, CROSS_MOUNT), then the driver capability.
+ */
+import type { Readable } from 'node:stream';
+import { can, type AccessContext } from '../auth/principal.js';
+import { VfsError } from '../errors.js';
+import { basename, isWithin, join, parent, segments } from '../paths.js';
+import type { Obj } from '../../drivers/types.js';
+import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
+import { openLink } from './link.js';
+import type { Entry, PutOptions, TransferOptions } from './types.js';
+import type { Located, Vfs } from './vfs.js';
+
+export const DELETE_ROOT_MESSAGE = 'delete root folder is not allowed, please goto the manage page to delete the storage instead';
+const SUBFOLDER_MESSAGE = 'the destination folder is a subfolder of the source folder';
+
+const isRoot = (dpath: string) => segments(dpath).length === 0;
+
+export class VfsWriter {
+  constructor(private readonly vfs: Vfs) {}
+
+  private get rules() {
+    return this.vfs.deps.rules;
+  }
+
+  async mkdir(ctx: AccessContext, path: string): Promise<Entry> {
+    const vpath = await this.vfs.enter(ctx, path);
+    await requireWrite(ctx, this.rules, parent(vpath));
+    const loc = await this.vfs.locate(vpath);
+    if (!loc) return this.vfs.virtualEntry(vpath);
+    const tree = this.vfs.tree;
+    const existing = await tree.tryObjAt(loc.mount, loc.dpath, this.vfs.args(ctx));
+    if (existing && !existing.isDir) throw new VfsError('EXISTS', 'file exists', { path: vpath });
+    if (!existing) requireCap(loc.mount.capabilities, 'canMkdir');
+    return this.vfs.entryOf(loc, existing ?? (await tree.ensureDir(loc.mount, loc.dpath, this.vfs.args(ctx))));
+  }
+
+  /** The located source of a move/copy; virtual folders and storage roots cannot be moved or copied. */
+  private async source(vpath: string): Promise<Located> {
+    const loc = await this.vfs.locate(vpath);
+    if (!loc || isRoot(loc.dpath)) throw new VfsError('FORBIDDEN', 'a storage root or mount point cannot be moved or copied', { path: vpath });
+    return loc;
+  }
+
+  /** The destination on the same mount as the source, or CROSS_MOUNT. */
+  private async sameMountTarget(src: Located, vpath: string): Promise<Located> {
+    let loc: Located | undefined;
+    try {
+      loc = await this.vfs.locate(vpath);
+    } catch (e) {
+      if (e instanceof VfsError && e.code === 'NOT_FOUND') loc = undefined;
+      else throw e;
+    }
+    if (!loc || loc.mount !== src.mount) throw new VfsError('CROSS_MOUNT', undefined, { path: vpath });
+    if (isRoot(loc.dpath)) throw new VfsError('EXISTS', `file [${basename(vpath)}] exists`, { path: vpath });
+    return loc;
+  }
+
+  /** moveTo / copyTo: see VfsApi. */
+  async transfer(kind: 'move' | 'copy', ctx: AccessContext, srcPath: string, dstPath: string, opts: TransferOptions = {}): Promise<Entry> {
+    const vs = await this.vfs.enter(ctx, srcPath);
+    const vd = await this.vfs.enter(ctx, dstPath);
+    const p = ctx.principal;
+    const sameDir = parent(vs) === parent(vd);
+    const newName = basename(vd);
+    const renames = basename(vs) !== newName;
+    requireManage(ctx);
+    if (kind === 'copy') requireBit(can.copy(p));
+    else if (sameDir) requireBit(can.rename(p));
+    else requireBit(can.move(p) && (!renames || can.rename(p)));
+    if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
+    const src = await this.source(vs);
+    const dst = await this.sameMountTarget(src, vd);
+    const caps = src.mount.capabilities;
+    if (kind === 'move') requireCap(caps, ...(sameDir ? ['canRename' as const] : renames ? ['canMove' as const, 'canRename' as const] : ['canMove' as const]));
+    else requireCap(caps, 'canCopy');
+    const tree = this.vfs.tree;
+    const args = this.vfs.args(ctx);
+    const srcObj = await tree.objAt(src.mount, src.dpath, args);
+    if (vs === vd) {
+      if (kind === 'move') return this.vfs.entryOf(dst, srcObj);
+      throw new VfsError('EXISTS', `file [${newName}] exists`, { path: vd });
+    }
+    const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
+    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
+    await this.clearTarget(dst, srcObj, opts, args);
+    const d = tree.driver(src.mount);
+    let result: Obj | void;
+    if (kind === 'move') {
+      result = sameDir
+        ? await tree.call(() => d.rename!(srcObj, newName, args))
+        : await this.moveAcross(src, srcObj, dstDir, newName, args);
+    } else {
+      result = await this.copyAs(src, srcObj, dstDir, newName, ctx);
+    }
+    if (kind === 'move') tree.changed(src.mount, src.dpath, srcObj.isDir);
+    tree.changed(dst.mount, dst.dpath, true);
+    return this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
+  }
+
+  /** With overwrite, an existing file at the target is removed first; folders are never replaced. */
+  private async clearTarget(dst: Located, srcObj: Obj, opts: TransferOptions, args: { signal?: AbortSignal }): Promise<void> {
+    const tree = this.vfs.tree;
+    const existing = await tree.tryObjAt(dst.mount, dst.dpath, args);
+    if (!existing) return;
+    const name = basename(dst.vpath);
+    if (!opts.overwrite || existing.isDir || srcObj.isDir) throw new VfsError('EXISTS', `file [${name}] exists`, { path: dst.vpath });
+    requireCap(dst.mount.capabilities, 'canRemove');
+    const d = tree.driver(dst.mount);
+    await tree.call(() => d.remove!(existing, args));
+    tree.changed(dst.mount, dst.dpath);
+  }
+
+  /** Move to another folder, renaming on the side where the names do not collide. */
+  private async moveAcross(src: Located, obj: Obj, dstDir: Obj, newName: string, args: { signal?: AbortSignal }): Promise<Obj | void> {
+    const tree = this.vfs.tree;
+    const d = tree.driver(src.mount);
+    if (obj.name === newName) return tree.call(() => d.move!(obj, dstDir, args));
+    const clash = await tree.tryObjAt(src.mount, join(dstDir.path, obj.name), args);
+    if (!clash) {
+      const moved = (await tree.call(() => d.move!(obj, dstDir, args))) || (await tree.objAt(src.mount, join(dstDir.path, obj.name), args));
+      tree.changed(src.mount, moved.path);
+      return tree.call(() => d.rename!(moved, newName, args));
+    }
+    const renamed = (await tree.call(() => d.rename!(obj, newName, args))) || (await tree.objAt(src.mount, join(parent(obj.path), newName), args));
+    tree.changed(src.mount, renamed.path);
+    return tree.call(() => d.move!(renamed, dstDir, args));
+  }
+
+  /**
+   * Copy under the target name. Same name: the driver's copy. A file under a new name is streamed
+   * (link → put), so it works inside the same folder too; a folder under a new name is copied, then
+   * renamed, which needs its old name to be free in the target folder.
+   */
+  private async copyAs(src: Located, obj: Obj, dstDir: Obj, newName: string, ctx: AccessContext): Promise<Obj | void> {
+    const tree = this.vfs.tree;
+    const d = tree.driver(src.mount);
+    const args = this.vfs.args(ctx);
+    if (obj.name === newName) return tree.call(() => d.copy!(obj, dstDir, args));
+    if (!obj.isDir) {
+      requireCap(src.mount.capabilities, 'canPut');
+      const link = await tree.call(() => d.link(obj, args));
+      const body = await openLink(link, undefined, ctx.signal);
+      return tree.call(() => d.put!(dstDir, body, { name: newName, size: obj.size, modified: obj.modified, signal: ctx.signal }));
+    }
+    requireCap(src.mount.capabilities, 'canRename');
+    const tmpPath = join(dstDir.path, obj.name);
+    if (await tree.tryObjAt(src.mount, tmpPath, args)) {
+      throw new VfsError('NOT_SUPPORTED', 'copying a folder under a new name into a folder holding its old name is not supported');
+    }
+    const copied = (await tree.call(() => d.copy!(obj, dstDir, args))) || (await tree.objAt(src.mount, tmpPath, args));
+    tree.changed(src.mount, tmpPath, true);
+    return tree.call(() => d.rename!(copied, newName, args));
+  }
+
+  async remove(ctx: AccessContext, path: string): Promise<void> {
+    const vpath = await this.vfs.enter(ctx, path);
+    requireManage(ctx);
+    requireBit(can.remove(ctx.principal));
+    const loc = await this.vfs.locate(vpath);
+    if (!loc || isRoot(loc.dpath)) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
+    requireCap(loc.mount.capabilities, 'canRemove');
+    const tree = this.vfs.tree;
+    const args = this.vfs.args(ctx);
+    const obj = await tree.objAt(loc.mount, loc.dpath, args);
+    const d = tree.driver(loc.mount);
+    await tree.call(() => d.remove!(obj, args));
+    tree.changed(loc.mount, loc.dpath, obj.isDir);
+  }
+
+  /**
+   * Stream a body into place. The body is handed to the driver untouched (never buffered here);
+   * when a check fails first, it is left unread for the adapter to drain or discard.
+   */
+  async put(ctx: AccessContext, path: string, body: Readable, opts: PutOptions = {}): Promise<Entry> {
+    const vpath = await this.vfs.enter(ctx, path);
+    if (segments(vpath).length === 0) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    await requireWrite(ctx, this.rules, parent(vpath));
+    const loc = await this.vfs.locate(vpath);
+    if (!loc || isRoot(loc.dpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    requireCap(loc.mount.capabilities, 'canPut');
+    const tree = this.vfs.tree;
+    const args = this.vfs.args(ctx);
+    const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
+    if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: vpath });
+    const dir = await tree.ensureDir(loc.mount, parent(loc.dpath), args);
+    const d = tree.driver(loc.mount);
+    const made = await tree.call(() =>
+      d.put!(dir, body, {
+        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, signal: ctx.signal,
+      }),
+    );
+    tree.changed(loc.mount, loc.dpath);
+    return this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
+  }
+
+  async setModified(ctx: AccessContext, path: string, modified: Date): Promise<void> {
+    const vpath = await this.vfs.enter(ctx, path);
+    await requireWrite(ctx, this.rules, parent(vpath));
+    const loc = await this.vfs.locate(vpath);
+    if (!loc) throw new VfsError('NOT_SUPPORTED', undefined, { path: vpath });
+    requireCap(loc.mount.capabilities, 'canSetModified');
+    const tree = this.vfs.tree;
+    const args = this.vfs.args(ctx);
+    const obj = await tree.objAt(loc.mount, loc.dpath, args);
+    const d = tree.driver(loc.mount);
+    await tree.call(() => d.setModified!(obj, modified, args));
+    tree.changed(loc.mount, loc.dpath);
+  }
+}

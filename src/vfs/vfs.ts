@@ -1,0 +1,178 @@
+/**
+ * The VFS facade every protocol adapter calls (contract: ./types.ts). Each method joins the user
+ * path to the principal's base path once, then enforces — here and nowhere else — hide rules,
+ * path passwords, permission bits and driver capabilities, in that order. Write operations live in
+ * ./vfs-write.ts; this file holds the read side and the shared entry checks.
+ */
+import type { Readable } from 'node:stream';
+import type { AccessContext } from '../auth/principal.js';
+import { VfsError } from '../errors.js';
+import { basename, join, parent, segments } from '../paths.js';
+import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
+import type { ListingCache } from './cache.js';
+import { clampRange, openLink } from './link.js';
+import type { MetaRules } from './meta.js';
+import type { Mount, MountTable } from './mounts.js';
+import { toEntry, Tree } from './tree.js';
+import type { DirFacts, Entry, Listing, PutOptions, ReadResult, StorageInfo, TransferOptions, VfsApi } from './types.js';
+import { VfsWriter } from './vfs-write.js';
+
+export interface VfsDeps {
+  mounts: MountTable;
+  rules: MetaRules;
+  cache: ListingCache;
+}
+
+/** A path inside a working mount, with the object found there. */
+export interface Located {
+  vpath: string;
+  mount: Mount;
+  dpath: string;
+}
+
+export class Vfs implements VfsApi {
+  /** Internal helpers shared with VfsWriter; not for adapters. */
+  readonly tree: Tree;
+  private readonly writer: VfsWriter;
+
+  constructor(readonly deps: VfsDeps) {
+    this.tree = new Tree(deps.cache);
+    this.writer = new VfsWriter(this);
+  }
+
+  /** User path → absolute VPath under the base path (`..`, NUL, `\` → INVALID), then hide and password checks. */
+  async enter(ctx: AccessContext, path: string): Promise<string> {
+    const vpath = join(ctx.principal.basePath, path);
+    await this.deps.rules.assertAccess(ctx.principal, vpath, ctx.password);
+    return vpath;
+  }
+
+  args(ctx: AccessContext): CallArgs {
+    return { signal: ctx.signal };
+  }
+
+  /** The entry for a virtual folder (`/` is AList's `root`). */
+  virtualEntry(vpath: string): Entry {
+    if (segments(vpath).length === 0) return { name: 'root', size: 0, isDir: true, modified: new Date(0), vpath, virtual: true };
+    const name = basename(vpath);
+    const found = this.deps.mounts.childMounts(parent(vpath)).find((e) => e.name === name);
+    return found ?? { name, size: 0, isDir: true, modified: new Date(0), vpath, virtual: true };
+  }
+
+  /** Entry of the object at a mount path (the mount root is named after its mount point). */
+  entryOf(loc: Located, o: Obj): Entry {
+    return toEntry(o, loc.vpath, segments(loc.dpath).length === 0 ? basename(loc.vpath) || 'root' : o.name);
+  }
+
+  /** Resolve a checked vpath; undefined for a virtual folder. */
+  async locate(vpath: string): Promise<Located | undefined> {
+    const r = await this.deps.mounts.resolve(vpath);
+    return r.kind === 'mount' ? { vpath, mount: r.mount, dpath: r.dpath } : undefined;
+  }
+
+  async stat(ctx: AccessContext, path: string): Promise<Entry> {
+    const vpath = await this.enter(ctx, path);
+    const loc = await this.locate(vpath);
+    if (!loc) return this.virtualEntry(vpath);
+    return this.entryOf(loc, await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx)));
+  }
+
+  async list(ctx: AccessContext, path: string, opts: { refresh?: boolean } = {}): Promise<Listing> {
+    const vpath = await this.enter(ctx, path);
+    const p = ctx.principal;
+    if (opts.refresh && !(await this.deps.rules.canWrite(p, vpath))) throw new VfsError('READ_ONLY', 'Refresh without permission');
+    const loc = await this.locate(vpath);
+    let dir: Entry;
+    const entries: Entry[] = [];
+    let storage: StorageInfo | undefined;
+    if (loc) {
+      const dirObj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
+      if (!dirObj.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: vpath });
+      dir = this.entryOf(loc, dirObj);
+      storage = this.deps.mounts.info(loc.mount);
+      for (const o of await this.tree.list(loc.mount, dirObj, this.args(ctx), opts.refresh)) {
+        const child = this.tree.childPath(vpath, o.name);
+        if (child) entries.push(toEntry(o, child));
+      }
+    } else {
+      dir = this.virtualEntry(vpath);
+    }
+    // Mount points below show as folders after the real objects; a real object of the same name wins.
+    const real = new Set(entries.map((e) => e.name));
+    for (const v of this.deps.mounts.childMounts(vpath)) if (!real.has(v.name)) entries.push(v);
+    const hide = await this.deps.rules.hidePatterns(p, vpath);
+    const visible = hide.length ? entries.filter((e) => !hide.some((re) => re.test(e.name))) : entries;
+    return { dir, entries: visible, storage, facts: await this.deps.rules.facts(p, vpath) };
+  }
+
+  async facts(ctx: AccessContext, path: string): Promise<DirFacts> {
+    const vpath = await this.enter(ctx, path);
+    return this.deps.rules.facts(ctx.principal, vpath);
+  }
+
+  async storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined> {
+    const loc = await this.locate(await this.enter(ctx, path));
+    return loc && this.deps.mounts.info(loc.mount);
+  }
+
+  /** A file's location, object and link; folders (real or virtual) are IS_A_DIR. */
+  private async fileLink(ctx: AccessContext, path: string): Promise<{ loc: Located; obj: Obj; link: Link }> {
+    const vpath = await this.enter(ctx, path);
+    const loc = await this.locate(vpath);
+    if (!loc) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    const obj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
+    if (obj.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    const d = this.tree.driver(loc.mount);
+    const link = await this.tree.call(() => d.link(obj, this.args(ctx)));
+    return { loc, obj, link };
+  }
+
+  async read(ctx: AccessContext, path: string, range?: ByteRange): Promise<ReadResult> {
+    const { loc, obj, link } = await this.fileLink(ctx, path);
+    const size = link.kind === 'url' ? obj.size : link.size;
+    const span = clampRange(range, size);
+    let stream: Readable;
+    try {
+      stream = await openLink(link, range ? span : undefined, ctx.signal);
+    } catch (e) {
+      throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
+    }
+    return { entry: this.entryOf(loc, obj), stream, start: span.start, end: span.end };
+  }
+
+  async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {
+    const { loc, obj, link } = await this.fileLink(ctx, path);
+    return { entry: this.entryOf(loc, obj), link, storage: this.deps.mounts.info(loc.mount) };
+  }
+
+  async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
+    const loc = await this.locate(await this.enter(ctx, path));
+    if (!loc || !loc.mount.capabilities.canUsage) return {};
+    const d = this.tree.driver(loc.mount);
+    return this.tree.call(() => d.usage!(this.args(ctx)));
+  }
+
+  mkdir(ctx: AccessContext, path: string): Promise<Entry> {
+    return this.writer.mkdir(ctx, path);
+  }
+
+  moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
+    return this.writer.transfer('move', ctx, src, dst, opts);
+  }
+
+  copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
+    return this.writer.transfer('copy', ctx, src, dst, opts);
+  }
+
+  remove(ctx: AccessContext, path: string): Promise<void> {
+    return this.writer.remove(ctx, path);
+  }
+
+  put(ctx: AccessContext, path: string, body: Readable, opts?: PutOptions): Promise<Entry> {
+    return this.writer.put(ctx, path, body, opts);
+  }
+
+  setModified(ctx: AccessContext, path: string, modified: Date): Promise<void> {
+    return this.writer.setModified(ctx, path, modified);
+  }
+}
