@@ -18,7 +18,7 @@ export const memoryDefinition: DriverDefinition<typeof options> = {
     no_upload: false,
     need_ms: false,
     default_root: '',
-    alert: '',
+    alert: 'Memory storage: its files live in RAM and are lost when treegate restarts. Meant for tests and scratch space.',
   },
   options,
   create: () => new MemoryDriver(),

@@ -7,13 +7,14 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { DriverRegistry } from '../../drivers/registry.js';
-import type { DriverDefinition } from '../../drivers/types.js';
+import type { DriverDefinition, TreeAccess } from '../../drivers/types.js';
 import { ListingCache } from './cache.js';
 import { MetaService } from './meta-service.js';
 import type { MetaRules } from './meta.js';
 import { MountTable } from './mounts.js';
 import { StorageService } from './storages.js';
 import { Vfs } from './vfs.js';
+import { treeAccessOf } from './tree-access.js';
 
 export interface VfsCoreOptions {
   store: Store;
@@ -41,7 +42,9 @@ export interface VfsCore {
 export function createVfsCore(opts: VfsCoreOptions): VfsCore {
   const registry = new DriverRegistry(opts.drivers);
   const cache = new ListingCache();
-  const mounts = new MountTable({ registry, log: opts.log, dataDir: opts.dataDir, cache, initTimeoutMs: opts.initTimeoutMs });
+  // Drivers that present other parts of the tree (Alias) get it at init, through the VFS again.
+  const tree = (): TreeAccess => treeAccessOf(vfs);
+  const mounts = new MountTable({ registry, log: opts.log, dataDir: opts.dataDir, cache, initTimeoutMs: opts.initTimeoutMs, tree });
   const storages = new StorageService(opts.store, mounts, registry);
   const metas = new MetaService(opts.store.metas);
   const rules = metas.rules;

@@ -1,0 +1,41 @@
+/**
+ * The virtual tree as seen by drivers that present other parts of it (Alias): every call goes
+ * through the VFS again with an internal principal, so meta rules keep applying (hidden paths are
+ * NOT_FOUND, password-protected ones PASSWORD_REQUIRED) and one storage's rules cannot be
+ * side-stepped by aliasing it somewhere else.
+ */
+import type { Obj, TreeAccess } from '../../drivers/types.js';
+import { PERM, ROLE, type AccessContext, type Principal } from '../auth/principal.js';
+import type { Entry, VfsApi } from './types.js';
+
+/** Can read and write, but neither sees hidden entries nor skips path passwords. */
+const TREE_PRINCIPAL: Principal = {
+  userId: 0,
+  username: '@tree',
+  role: ROLE.GENERAL,
+  basePath: '/',
+  permission: PERM.WRITE | PERM.RENAME | PERM.MOVE | PERM.COPY | PERM.REMOVE,
+  disabled: false,
+  otp: false,
+  pwdTs: 0,
+};
+
+function toObj(e: Entry): Obj {
+  return { name: e.name, path: e.vpath, size: e.size, isDir: e.isDir, modified: e.modified, created: e.created, hashes: e.hashes, thumb: e.thumb };
+}
+
+export function treeAccessOf(vfs: VfsApi): TreeAccess {
+  const ctx = (signal?: AbortSignal): AccessContext => ({ principal: TREE_PRINCIPAL, protocol: 'internal', ip: '', signal });
+  return {
+    stat: async (path, a) => toObj(await vfs.stat(ctx(a.signal), path)),
+    list: async (path, a) => (await vfs.list(ctx(a.signal), path)).entries.map(toObj),
+    link: async (path, a) => (await vfs.link(ctx(a.signal), path)).link,
+    mkdir: async (path, a) => toObj(await vfs.mkdir(ctx(a.signal), path)),
+    moveTo: async (src, dst, a) => toObj(await vfs.moveTo(ctx(a.signal), src, dst)),
+    copyTo: async (src, dst, a) => toObj(await vfs.copyTo(ctx(a.signal), src, dst)),
+    remove: async (path, a) => vfs.remove(ctx(a.signal), path),
+    put: async (path, stream, a) =>
+      toObj(await vfs.put(ctx(a.signal), path, stream, { size: a.size, modified: a.modified, hashes: a.hashes, onProgress: a.onProgress })),
+    setModified: async (path, modified, a) => vfs.setModified(ctx(a.signal), path, modified),
+  };
+}
