@@ -1,20 +1,38 @@
 /**
  * Site settings: the catalogue's defaults overlaid with stored values, held in memory for cheap
  * synchronous reads on hot paths (signing, listing) and written through the store.
+ *
+ * Stored keys the catalogue does not know (left by an older version, or created through
+ * /api/admin/setting/save as AList allows) are kept and reported as deprecated, so an admin can
+ * delete them, exactly like AList marks settings it no longer defines.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { VfsError } from '../errors.js';
 import type { Store } from '../store/store.js';
-import { CATALOG, FLAG, type SettingDef } from './catalog.js';
+import { CATALOG, FLAG, GROUP, type SettingDef } from './catalog.js';
 
-export interface SettingItem extends SettingDef {
+/** The admin API's item shape (`{key, value, help, type, options, group, flag, index}`). */
+export interface SettingItem {
+  key: string;
   value: string;
+  help: string;
+  type: string;
+  options: string;
+  group: number;
+  flag: number;
+  index: number;
 }
 
 const BY_KEY = new Map(CATALOG.map((d) => [d.key, d]));
+const INDEX = new Map(CATALOG.map((d, i) => [d.key, i]));
+
+/** Byte-order comparison (Go sorts map keys this way; localeCompare would not). */
+const byKey = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class Settings {
   private values: Record<string, string> = {};
+  /** Stored keys that the catalogue does not define. */
+  private extra = new Set<string>();
 
   private constructor(private readonly store: Store, private readonly version: string) {}
 
@@ -33,6 +51,7 @@ export class Settings {
     for (const d of CATALOG) values[d.key] = d.default;
     Object.assign(values, stored, { version: this.version });
     this.values = values;
+    this.extra = new Set(Object.keys(stored).filter((k) => !BY_KEY.has(k)));
   }
 
   get(key: string): string {
@@ -52,37 +71,103 @@ export class Settings {
     return BY_KEY.get(key);
   }
 
-  /** Public and readonly settings, keys sorted (AList's map order), all strings. */
+  /** Whether the key exists (in the catalogue or stored). */
+  has(key: string): boolean {
+    return BY_KEY.has(key) || this.extra.has(key);
+  }
+
+  /** Public and readonly settings, keys in byte order (AList's map order), all strings. */
   publicValues(): Record<string, string> {
     const out: Record<string, string> = {};
-    for (const d of [...CATALOG].sort((a, b) => a.key.localeCompare(b.key))) {
-      if (d.flag === FLAG.PUBLIC || d.flag === FLAG.READONLY) out[d.key] = this.get(d.key);
-    }
+    const keys = CATALOG.filter((d) => d.flag === FLAG.PUBLIC || d.flag === FLAG.READONLY).map((d) => d.key);
+    for (const k of keys.sort(byKey)) out[k] = this.get(k);
     return out;
   }
 
-  items(): SettingItem[] {
-    return CATALOG.map((d) => ({ ...d, value: this.get(d.key) }));
+  /** One item, or undefined for an unknown key. */
+  item(key: string): SettingItem | undefined {
+    const d = BY_KEY.get(key);
+    if (d) {
+      return { key, value: this.get(key), help: d.help ?? '', type: d.type, options: d.options ?? '', group: d.group, flag: d.flag, index: INDEX.get(key)! };
+    }
+    if (!this.extra.has(key)) return undefined;
+    return { key, value: this.get(key), help: '', type: 'string', options: '', group: GROUP.SINGLE, flag: FLAG.DEPRECATED, index: CATALOG.length };
   }
 
-  /** Validate and store values. Readonly keys cannot be changed. */
+  /** All items ordered by index (catalogue order, unknown stored keys last, by key). */
+  items(): SettingItem[] {
+    return [...CATALOG.map((d) => d.key), ...[...this.extra].sort(byKey)].map((k) => this.item(k)!);
+  }
+
+  /**
+   * Validate and store values, all or nothing. Readonly keys cannot be changed; unknown keys are
+   * accepted (AList's save is an upsert). Throws VfsError INVALID with a message naming the key.
+   */
   async save(values: Record<string, string>): Promise<void> {
-    for (const [k, v] of Object.entries(values)) {
-      if (typeof v !== 'string') throw new VfsError('INVALID', `setting ${k}: value must be a string`);
-      const d = BY_KEY.get(k);
-      if (d?.flag === FLAG.READONLY) throw new VfsError('INVALID', `setting ${k} is read-only`);
-      if (d?.type === 'number' && !/^-?\d+(\.\d+)?$/.test(v.trim())) throw new VfsError('INVALID', `setting ${k}: not a number`);
-      if (d?.type === 'bool' && v !== 'true' && v !== 'false') throw new VfsError('INVALID', `setting ${k}: must be true or false`);
-      if (d?.type === 'json') {
-        try {
-          JSON.parse(v);
-        } catch {
-          throw new VfsError('INVALID', `setting ${k}: not valid JSON`);
-        }
-      }
-    }
+    for (const [k, v] of Object.entries(values)) validateSetting(k, v, BY_KEY.get(k));
     await this.store.settings.setMany(values);
     Object.assign(this.values, values);
+    for (const k of Object.keys(values)) if (!BY_KEY.has(k)) this.extra.add(k);
+  }
+
+  /** Remove a deprecated (unknown) stored key. Returns false when there is no such stored key. */
+  async deleteDeprecated(key: string): Promise<boolean> {
+    if (BY_KEY.has(key) || !this.extra.has(key)) return false;
+    await this.store.settings.delete(key);
+    this.extra.delete(key);
+    delete this.values[key];
+    return true;
+  }
+
+  /** A new admin API token; signs made with the old one stop verifying. */
+  async resetToken(): Promise<string> {
+    const token = newApiToken();
+    await this.save({ token });
+    return token;
+  }
+}
+
+/** Throws VfsError('INVALID') when `v` is not acceptable for the setting `k`. */
+export function validateSetting(k: string, v: unknown, d: SettingDef | undefined): void {
+  const bad = (why: string) => new VfsError('INVALID', `setting ${k}: ${why}`);
+  if (typeof v !== 'string') throw bad('value must be a string');
+  if (k === '') throw new VfsError('INVALID', 'setting key must not be empty');
+  if (!d) return;
+  if (d.flag === FLAG.READONLY) throw new VfsError('INVALID', `setting ${k} is read-only`);
+  if (k === 'token' && v.length < 16) throw bad('must be at least 16 characters');
+  switch (d.type) {
+    case 'number':
+      if (!/^-?\d+(\.\d+)?$/.test(v.trim())) throw bad('not a number');
+      break;
+    case 'bool':
+      if (v !== 'true' && v !== 'false') throw bad('must be true or false');
+      break;
+    case 'select':
+      if (v !== '' && !(d.options ?? '').split(',').includes(v)) throw bad(`must be one of ${d.options}`);
+      break;
+    default:
+      break;
+  }
+  if (d.check === 'json_object' || d.check === 'json_array') {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(v);
+    } catch {
+      throw bad('not valid JSON');
+    }
+    const isArray = Array.isArray(parsed);
+    if (d.check === 'json_array' ? !isArray : isArray || typeof parsed !== 'object' || parsed === null) {
+      throw bad(d.check === 'json_array' ? 'must be a JSON array' : 'must be a JSON object');
+    }
+  }
+  if (d.check === 'regex_lines') {
+    for (const line of v.split('\n').map((l) => l.trim()).filter(Boolean)) {
+      try {
+        new RegExp(line);
+      } catch {
+        throw bad(`invalid regular expression: ${line}`);
+      }
+    }
   }
 }
 

@@ -1,0 +1,81 @@
+/**
+ * Small, strict readers for request bodies and query strings. AList clients send JSON (or forms),
+ * sometimes without a content type; app.ts parses both into a plain object. These helpers turn a
+ * missing field, a wrong type or a non-object body into code 400 with a message naming the field,
+ * instead of letting `undefined` or a number leak into the store.
+ */
+import type { FastifyRequest } from 'fastify';
+import { ApiError } from './envelope.js';
+
+export type Fields = Record<string, unknown>;
+
+const invalid = (msg: string) => new ApiError(400, `invalid request: ${msg}`);
+
+/** The body as an object; an empty body is `{}`. Arrays and scalars are refused. */
+export function bodyObject(req: FastifyRequest): Fields {
+  const b = req.body;
+  if (b === undefined || b === null) return {};
+  if (typeof b !== 'object' || Array.isArray(b)) throw invalid('body must be a JSON object');
+  return b as Fields;
+}
+
+/** An optional string field: absent or null → undefined; any other non-string → 400. */
+export function optString(o: Fields, field: string): string | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw invalid(`${field} must be a string`);
+  return v;
+}
+
+/** A required, non-empty string field. `message` replaces the default 400 text when given. */
+export function reqString(o: Fields, field: string, message?: string): string {
+  const v = optString(o, field);
+  if (v === undefined || v === '') throw message ? new ApiError(400, message) : invalid(`${field} is required`);
+  return v;
+}
+
+/** An optional integer field (JSON number without fraction). */
+export function optInt(o: Fields, field: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw invalid(`${field} must be an integer`);
+  if (v < min || v > max) throw invalid(`${field} must be between ${min} and ${max}`);
+  return v;
+}
+
+export function optBool(o: Fields, field: string): boolean | undefined {
+  const v = o[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw invalid(`${field} must be true or false`);
+  return v;
+}
+
+/** A query parameter as a string ('' when absent; the first value when repeated). */
+export function queryString(req: FastifyRequest, name: string): string {
+  const v = (req.query as Record<string, unknown> | undefined)?.[name];
+  if (Array.isArray(v)) return typeof v[0] === 'string' ? v[0] : '';
+  return typeof v === 'string' ? v : '';
+}
+
+/** A required integer query parameter; anything else answers 400 with `message`. */
+export function queryId(req: FastifyRequest, name: string, message: string): number {
+  const s = queryString(req, name);
+  if (!/^\d{1,15}$/.test(s)) throw new ApiError(400, message);
+  return Number(s);
+}
+
+/** AList's paging: page < 1 → 1, per_page < 1 → everything. Non-integers → 400. */
+export function paging(req: FastifyRequest): { page: number; perPage: number } {
+  const read = (name: string) => {
+    const s = queryString(req, name);
+    if (s === '') return 0;
+    if (!/^-?\d{1,9}$/.test(s)) throw invalid(`${name} must be an integer`);
+    return Number(s);
+  };
+  return { page: Math.max(read('page'), 1), perPage: read('per_page') };
+}
+
+/** One page of `items` per AList's paging rules. */
+export function pageOf<T>(items: T[], p: { page: number; perPage: number }): T[] {
+  return p.perPage < 1 ? items : items.slice((p.page - 1) * p.perPage, p.page * p.perPage);
+}
