@@ -10,6 +10,8 @@ import type { Store } from '../store/store.js';
 import type { UserRecord } from '../store/types.js';
 
 export interface TokenClaims {
+  /** The user's id: a new user who later takes a deleted user's name never inherits its tokens. */
+  uid: number;
   username: string;
   pwdTs: number;
   jti: string;
@@ -27,7 +29,7 @@ export class Tokens {
 
   async issue(user: UserRecord): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ username: user.username, pwd_ts: user.pwd_ts })
+    return new SignJWT({ username: user.username, pwd_ts: user.pwd_ts, uid: user.id })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
       .setJti(randomUUID())
       .setIssuedAt(now)
@@ -40,12 +42,12 @@ export class Tokens {
   async verify(token: string): Promise<TokenCheck> {
     try {
       const { payload } = await jwtVerify(token, this.key, { algorithms: ['HS256'] });
-      const { username, pwd_ts, jti, exp } = payload as Record<string, unknown>;
-      if (typeof username !== 'string' || typeof pwd_ts !== 'number' || typeof jti !== 'string' || typeof exp !== 'number') {
+      const { username, pwd_ts, uid, jti, exp } = payload as Record<string, unknown>;
+      if (typeof username !== 'string' || typeof pwd_ts !== 'number' || typeof uid !== 'number' || typeof jti !== 'string' || typeof exp !== 'number') {
         return { ok: false, message: "couldn't handle this token" };
       }
       if (await this.store.revokedTokens.has(jti)) return { ok: false, message: 'token is invalidated' };
-      return { ok: true, claims: { username, pwdTs: pwd_ts, jti, exp } };
+      return { ok: true, claims: { uid, username, pwdTs: pwd_ts, jti, exp } };
     } catch (e) {
       if (e instanceof joseErrors.JWTExpired) return { ok: false, message: 'token is expired' };
       if (e instanceof joseErrors.JWTClaimValidationFailed && e.claim === 'nbf') return { ok: false, message: 'token not active yet' };
