@@ -14,6 +14,11 @@ declare -A TOOLS=(
   [rclone]=rclone
   [mount.davfs]=davfs2
   [curl]=curl
+  [chromium]=chromium
+  [aria2c]=aria2
+  [qbittorrent-nox]=qbittorrent-nox
+  [vsftpd]=vsftpd
+  [nginx]=nginx
 )
 
 missing=()
@@ -22,6 +27,8 @@ for cmd in "${!TOOLS[@]}"; do
     missing+=("${TOOLS[$cmd]}")
   fi
 done
+# Tools that are files rather than commands.
+[ -e /usr/lib/nginx/modules/ngx_http_dav_ext_module.so ] || missing+=(libnginx-mod-http-dav-ext)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 pkgs=$(printf '%s\n' "${missing[@]}" | sort -u | tr '\n' ' ')
