@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Low } from 'lowdb';
-import { watch, type FSWatcher } from 'chokidar';
+import { watch, type FSWatcher } from 'node:fs';
 import { VfsError } from '../errors.js';
 import { AtomicJsonFile } from './atomic-file.js';
 import { migrate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
@@ -80,7 +80,7 @@ export class JsonStore implements Store {
   }
 
   async close(): Promise<void> {
-    await this.watcher?.close();
+    this.watcher?.close();
     await this.chain;
   }
 
@@ -105,7 +105,10 @@ export class JsonStore implements Store {
   }
 
   private startWatching(): void {
-    this.watcher = watch(this.file, { ignoreInitial: true, atomic: true });
+    // Watch the directory, not the file: every write replaces the file (a rename onto its name),
+    // and a watch on the file itself follows the old inode and goes deaf after the first one.
+    const name = basename(this.file);
+    let timer: NodeJS.Timeout | undefined;
     const reload = async () => {
       const previous = this.adapter.lastText;
       const fresh = new AtomicJsonFile<StoreData>(this.file);
@@ -121,7 +124,11 @@ export class JsonStore implements Store {
       this.adapter.lastText = fresh.lastText;
       for (const l of this.listeners) l();
     };
-    this.watcher.on('change', reload).on('add', reload);
+    this.watcher = watch(dirname(this.file), { persistent: false }, (_event, filename) => {
+      if (filename !== name) return;
+      clearTimeout(timer);
+      timer = setTimeout(() => void reload(), 30); // a burst of events is one change
+    });
   }
 
   private checkUnique(name: Collection, rec: Record<string, unknown>): void {
