@@ -10,10 +10,10 @@ describe('DriverRegistry', () => {
   const reg = new DriverRegistry();
 
   it('knows the built-in drivers and nothing else', () => {
-    expect(reg.names()).toEqual(['Local', 'Memory']);
+    expect(reg.names()).toEqual(['Local', 'S3', 'SFTP', 'WebDav', 'FTP', 'Alias', 'Memory']);
     expect(reg.get('Nope')).toBeUndefined();
     expect(reg.template('Nope')).toBeUndefined();
-    expect(Object.keys(reg.templates())).toEqual(['Local', 'Memory']);
+    expect(Object.keys(reg.templates())).toEqual(['Local', 'S3', 'SFTP', 'WebDav', 'FTP', 'Alias', 'Memory']);
   });
 
   it("builds Local's template exactly as AList 3.45 shows it", () => {

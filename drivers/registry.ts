@@ -6,12 +6,28 @@
 import type { DriverDefinition } from './types.js';
 import { localDefinition } from './local/index.js';
 import { memoryDefinition } from './memory/index.js';
+import { s3Definition } from './s3/index.js';
+import { sftpDefinition } from './sftp/index.js';
+import { webdavDefinition } from './webdav/index.js';
+import { ftpDefinition } from './ftp/index.js';
+import { aliasDefinition } from './alias/index.js';
 import { templateOf, type DriverTemplate } from './options.js';
 
 export { parseOptions, additionJson, templateOf, type DriverTemplate, type TemplateItem } from './options.js';
 
 /** Every built-in driver. Add a new driver here (see drivers/template/). */
-export const BUILTIN_DRIVERS: readonly DriverDefinition[] = [localDefinition as unknown as DriverDefinition, memoryDefinition as unknown as DriverDefinition];
+// Each definition is typed by its own option list; the registry holds them as the common shape.
+const erase = (d: unknown) => d as DriverDefinition;
+
+export const BUILTIN_DRIVERS: readonly DriverDefinition[] = [
+  erase(localDefinition),
+  erase(s3Definition),
+  erase(sftpDefinition),
+  erase(webdavDefinition),
+  erase(ftpDefinition),
+  erase(aliasDefinition),
+  erase(memoryDefinition),
+];
 
 export class DriverRegistry {
   private readonly byName = new Map<string, DriverDefinition>();

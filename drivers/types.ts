@@ -99,6 +99,15 @@ export interface Driver {
   setModified?(obj: Obj, modified: Date, args: CallArgs): Promise<void>;
   /** Space figures for quota properties and statvfs, where the backend knows them. */
   usage?(args: CallArgs): Promise<{ total?: number; free?: number; used?: number }>;
+  /**
+   * Report changes made to the backend *outside* treegate (another program writing into a Local
+   * folder), so mirrors such as the search index stay current. Call `onChange` with the driver path
+   * of anything added, changed or removed, soon after it happened (duplicates and over-reporting are
+   * fine: the receiver looks the path up again); never report the driver's own temporary files.
+   * Returns the function that stops watching (it may return a promise that settles once released).
+   * Started only while someone needs it, and always stopped before `drop`.
+   */
+  watch?(onChange: (dpath: string) => void): () => void | Promise<void>;
 }
 
 export interface Capabilities {
@@ -111,6 +120,8 @@ export interface Capabilities {
   canPut: boolean;
   canSetModified: boolean;
   canUsage: boolean;
+  /** Reports outside changes (`watch`). */
+  canWatch: boolean;
 }
 
 /** Worked out once at mount time from which methods exist (and the no_upload flag). */
@@ -125,6 +136,7 @@ export function capabilitiesOf(d: Driver, flags: Pick<DriverConfigFlags, 'no_upl
     canPut: typeof d.put === 'function' && !flags.no_upload,
     canSetModified: typeof d.setModified === 'function',
     canUsage: typeof d.usage === 'function',
+    canWatch: typeof d.watch === 'function',
   };
 }
 

@@ -9,6 +9,7 @@ import { basename, isWithin, join, segments, validateName } from '../../src/path
 import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
 import { listHostDir, TEMP_PREFIX } from './listing.js';
+import { watchRoot } from './watch.js';
 import type { LocalOptions } from './index.js';
 
 const NO_RECYCLE = 'delete permanently';
@@ -220,6 +221,10 @@ export class LocalDriver implements Driver {
       const st = await stat(real);
       await utimes(real, st.atime, modified);
     });
+  }
+
+  watch(onChange: (dpath: string) => void): () => Promise<void> {
+    return watchRoot(this.root, this.opts.show_hidden, onChange);
   }
 
   async usage(): Promise<{ total: number; free: number; used: number }> {

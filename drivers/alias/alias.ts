@@ -1,0 +1,172 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Readable } from 'node:stream';
+import { isVfsError, VfsError } from '../../src/errors.js';
+import { basename, isWithin, join, parent, segments, validateName } from '../../src/paths.js';
+import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, TreeAccess } from '../types.js';
+import type { AliasOptions } from './index.js';
+import { parseTargets, resolve, type Targets } from './targets.js';
+
+const virtualDir = (path: string): Obj => ({ name: basename(path), path, size: 0, isDir: true, modified: new Date(0) });
+
+/** A tree Obj re-addressed to this alias's driver path. */
+const rebase = (o: Obj, path: string): Obj => ({ ...o, id: undefined, name: basename(path), path });
+
+export class AliasDriver implements Driver {
+  protected readonly targets: Targets;
+  /** Set while this alias is calling into the tree: a call arriving inside it is a loop. */
+  private readonly inside = new AsyncLocalStorage<true>();
+
+  constructor(protected readonly opts: AliasOptions, protected readonly ctx: DriverContext) {
+    this.targets = parseTargets(opts.paths);
+  }
+
+  protected get tree(): TreeAccess {
+    if (!this.ctx.tree) throw new VfsError('STORAGE_UNAVAILABLE', 'alias needs access to the virtual tree, which this server does not provide');
+    return this.ctx.tree;
+  }
+
+  /** Run a tree call; refuse re-entry, which means the alias's targets lead back into itself. */
+  protected via<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.inside.getStore()) return Promise.reject(new VfsError('INVALID', 'alias paths lead back into the alias itself'));
+    return this.inside.run(true, fn);
+  }
+
+  async init(): Promise<void> {
+    void this.tree; // fails init when the server gives no tree
+  }
+
+  async drop(): Promise<void> {}
+
+  /** Every existing target of a driver path, in `paths` order, with its tree object. */
+  protected async found(path: string, args: CallArgs): Promise<Array<{ real: string; obj: Obj }>> {
+    const r = resolve(this.targets, path);
+    if (r.root) return [];
+    const out: Array<{ real: string; obj: Obj }> = [];
+    let firstError: unknown;
+    for (const real of r.candidates) {
+      try {
+        out.push({ real, obj: await this.tree.stat(real, args) });
+      } catch (e) {
+        if (!isVfsError(e, 'NOT_FOUND')) firstError ??= e;
+      }
+    }
+    if (!out.length && firstError) throw firstError;
+    return out;
+  }
+
+  get(path: string, args: CallArgs): Promise<Obj> {
+    return this.via(async () => {
+      const p = '/' + segments(path).join('/');
+      if (resolve(this.targets, p).root) return virtualDir('/');
+      const [hit] = await this.found(p, args);
+      if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: p });
+      return rebase(hit.obj, p);
+    });
+  }
+
+  list(dir: Obj, args: CallArgs): Promise<Obj[]> {
+    return this.via(async () => {
+      if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+      const r = resolve(this.targets, dir.path);
+      if (r.root) return [...this.targets.keys()].map((n) => virtualDir('/' + n));
+      const byName = new Map<string, Obj>();
+      let listed = false;
+      let firstError: unknown;
+      for (const real of r.candidates) {
+        try {
+          // Merged folders: the first target holding a name wins, as get() and link() see it.
+          for (const o of await this.tree.list(real, args)) if (!byName.has(o.name)) byName.set(o.name, rebase(o, join(dir.path, o.name)));
+          listed = true;
+        } catch (e) {
+          if (!isVfsError(e, 'NOT_FOUND')) firstError ??= e;
+        }
+      }
+      if (!listed) throw firstError ?? new VfsError('NOT_FOUND', undefined, { path: dir.path });
+      return [...byName.values()];
+    });
+  }
+
+  link(file: Obj, args: CallArgs): Promise<Link> {
+    return this.via(async () => {
+      if (file.isDir) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+      const hit = (await this.found(file.path, args)).find((h) => !h.obj.isDir);
+      if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
+      return this.tree.link(hit.real, args);
+    });
+  }
+}
+
+/** An alias with `writable` on: writes go to the target that holds the object (or its folder). */
+export class WritableAliasDriver extends AliasDriver {
+  /** The one tree path a write on `path` applies to. */
+  private async single(path: string, args: CallArgs): Promise<string> {
+    if (resolve(this.targets, path).root) throw new VfsError('NOT_SUPPORTED', 'the alias root is virtual');
+    const hits = await this.found(path, args);
+    if (!hits.length) throw new VfsError('NOT_FOUND', undefined, { path });
+    if (hits.length > 1 && this.opts.protect_same_name) throw new VfsError('FORBIDDEN', 'same-name files cannot be Rename/Delete', { path });
+    return hits[0]!.real;
+  }
+
+  /** The tree folder a new entry named `name` in `dir` goes to; EXISTS when the name is taken. */
+  private async newEntry(dir: Obj, name: string, args: CallArgs): Promise<string> {
+    if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+    validateName(name);
+    const target = join(await this.single(dir.path, args), name);
+    return target;
+  }
+
+  mkdir(parentDir: Obj, name: string, args: CallArgs): Promise<Obj> {
+    return this.via(async () => {
+      const target = await this.newEntry(parentDir, name, args);
+      if ((await this.found(join(parentDir.path, name), args)).length) throw new VfsError('EXISTS', undefined, { path: join(parentDir.path, name) });
+      return rebase(await this.tree.mkdir(target, args), join(parentDir.path, name));
+    });
+  }
+
+  put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
+    return this.via(async () => {
+      const target = await this.newEntry(dstDir, args.name, args);
+      const existing = await this.found(join(dstDir.path, args.name), args);
+      if (existing.some((h) => h.obj.isDir)) throw new VfsError('IS_A_DIR', undefined, { path: join(dstDir.path, args.name) });
+      const { name: _name, ...rest } = args;
+      return rebase(await this.tree.put(target, stream, rest), join(dstDir.path, args.name));
+    });
+  }
+
+  rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
+    return this.via(async () => {
+      const real = await this.single(obj.path, args);
+      const dst = join(parent(obj.path), validateName(newName));
+      return rebase(await this.tree.moveTo(real, join(parent(real), newName), args), dst);
+    });
+  }
+
+  private transfer(kind: 'move' | 'copy', obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+    return this.via(async () => {
+      if (obj.isDir && isWithin(obj.path, join(dstDir.path, obj.name))) {
+        throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
+      }
+      const real = kind === 'move' ? await this.single(obj.path, args) : (await this.found(obj.path, args))[0]?.real;
+      if (!real) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
+      const target = await this.newEntry(dstDir, obj.name, args);
+      const moved = kind === 'move' ? await this.tree.moveTo(real, target, args) : await this.tree.copyTo(real, target, args);
+      return rebase(moved, join(dstDir.path, obj.name));
+    });
+  }
+
+  move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+    return this.transfer('move', obj, dstDir, args);
+  }
+
+  copy(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+    return this.transfer('copy', obj, dstDir, args);
+  }
+
+  remove(obj: Obj, args: CallArgs): Promise<void> {
+    return this.via(async () => this.tree.remove(await this.single(obj.path, args), args));
+  }
+
+  setModified(obj: Obj, modified: Date, args: CallArgs): Promise<void> {
+    return this.via(async () => this.tree.setModified(await this.single(obj.path, args), modified, args));
+  }
+}

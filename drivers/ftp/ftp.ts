@@ -1,0 +1,223 @@
+import { posix } from 'node:path';
+import { PassThrough, pipeline, Writable, type Readable } from 'node:stream';
+import { FileType, FTPError, type Client, type FileInfo } from 'basic-ftp';
+import { VfsError } from '../../src/errors.js';
+import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import { counter, destroyOnAbort, tempName } from '../util/streams.js';
+import type { FtpOptions } from './index.js';
+import { parseListDate } from './list-date.js';
+import { ftpError, FtpSession, nodeEncoding, parseAddress } from './session.js';
+
+const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+const ftpTime = (d: Date) => `${d.getUTCFullYear()}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}`;
+
+/** True when the server accepts CWD into the path (it is a folder). */
+async function isDir(c: Client, remote: string): Promise<boolean> {
+  try {
+    await c.cd(remote);
+    return true;
+  } catch (e) {
+    if (e instanceof FTPError) return false;
+    throw e;
+  }
+}
+
+async function fileSize(c: Client, remote: string): Promise<number | undefined> {
+  try {
+    return await c.size(remote);
+  } catch (e) {
+    if (e instanceof FTPError) return undefined;
+    throw e;
+  }
+}
+
+export class FtpDriver implements Driver {
+  private readonly session: FtpSession;
+  private readonly root: string;
+
+  constructor(private readonly opts: FtpOptions, private readonly ctx: DriverContext) {
+    const { host, port } = parseAddress(opts.address);
+    this.session = new FtpSession({ host, port, user: opts.username, password: opts.password, encoding: nodeEncoding(opts.encoding) }, ctx.log);
+    this.root = posix.normalize('/' + (opts.root_folder_path || '/'));
+  }
+
+  private remote(path: string): string {
+    return posix.join(this.root, ...segments(path));
+  }
+
+  private obj(path: string, f: FileInfo): Obj {
+    const dir = f.type === FileType.Directory;
+    const modified = f.modifiedAt ?? parseListDate(f.rawModifiedAt, new Date()) ?? new Date(0);
+    return { name: f.name, path, size: dir ? 0 : f.size, isDir: dir, modified };
+  }
+
+  async init(signal: AbortSignal): Promise<void> {
+    const ok = await this.session.run((c) => isDir(c, this.root), { signal, idempotent: true });
+    if (!ok) throw new VfsError('UPSTREAM', `root folder ${this.root} not exists`);
+  }
+
+  async drop(): Promise<void> {
+    this.session.close();
+  }
+
+  async list(dir: Obj, args: CallArgs): Promise<Obj[]> {
+    if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+    const remote = this.remote(dir.path);
+    return this.session.run(async (c) => {
+      const all = (await c.list(remote)).filter((f) => f.name !== '.' && f.name !== '..');
+      // Many servers answer LIST of a missing folder with an empty listing: tell the cases apart.
+      if (!all.length && segments(dir.path).length && !(await isDir(c, remote))) {
+        throw new VfsError((await fileSize(c, remote)) === undefined ? 'NOT_FOUND' : 'NOT_A_DIR', undefined, { path: dir.path });
+      }
+      return all.map((f) => this.obj(join(dir.path, f.name), f));
+    }, { signal: args.signal, path: dir.path, idempotent: true });
+  }
+
+  async get(path: string, args: CallArgs): Promise<Obj> {
+    const s = segments(path);
+    if (!s.length) return { name: '', path: '/', size: 0, isDir: true, modified: new Date(0) };
+    const p = '/' + s.join('/');
+    const parent = this.remote('/' + s.slice(0, -1).join('/'));
+    return this.session.run(async (c) => {
+      const hit = (await c.list(parent)).find((f) => f.name === s.at(-1));
+      if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: p });
+      const o = this.obj(p, hit);
+      if (o.isDir) return o;
+      // LIST times have minute or day precision; MDTM has seconds.
+      const exact = await c.lastMod(this.remote(p)).catch(() => undefined);
+      return exact ? { ...o, modified: exact } : o;
+    }, { signal: args.signal, path: p, idempotent: true });
+  }
+
+  async link(file: Obj, args: CallArgs): Promise<Link> {
+    if (file.isDir) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+    const remote = this.remote(file.path);
+    const size = await this.session.run((c) => fileSize(c, remote), { signal: args.signal, path: file.path, idempotent: true });
+    if (size === undefined) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
+    return { kind: 'range', size, open: (range, signal) => this.download(remote, range, signal) };
+  }
+
+  /** A download on its own connection: stopping early just closes that connection. */
+  private async download(remote: string, range: ByteRange | undefined, signal?: AbortSignal): Promise<Readable> {
+    const c = await this.session.dial(signal);
+    const start = range?.start ?? 0;
+    const want = range?.end !== undefined ? range.end - start + 1 : Infinity;
+    const out = new PassThrough();
+    let got = 0;
+    let done = false;
+    const finish = () => { done = true; c.close(); };
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        if (done) return cb();
+        const take = chunk.subarray(0, Math.min(chunk.length, want - got));
+        got += take.length;
+        if (got >= want) {
+          out.end(take);
+          finish();
+          return cb();
+        }
+        if (out.write(take)) cb();
+        else out.once('drain', () => cb());
+      },
+    });
+    c.downloadTo(sink, remote, start).then(() => { if (!done) out.end(); finish(); }, (e) => { if (!done) out.destroy(ftpError(e, remote)); finish(); });
+    out.on('close', () => { if (!done) finish(); }); // the reader went away
+    destroyOnAbort(out, signal);
+    return out;
+  }
+
+  private async setTime(c: Client, remote: string, when: Date): Promise<void> {
+    // MFMT is the standard; vsftpd only knows the older "MDTM <time> <path>" form.
+    try {
+      await c.send(`MFMT ${ftpTime(when)} ${remote}`);
+    } catch (e) {
+      if (!(e instanceof FTPError)) throw e;
+      await c.send(`MDTM ${ftpTime(when)} ${remote}`);
+    }
+  }
+
+  async setModified(obj: Obj, modified: Date, args: CallArgs): Promise<void> {
+    await this.session.run((c) => this.setTime(c, this.remote(obj.path), modified), { signal: args.signal, path: obj.path });
+  }
+
+  async mkdir(parent: Obj, name: string, args: CallArgs): Promise<Obj> {
+    if (!parent.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path });
+    const path = join(parent.path, validateName(name));
+    const remote = this.remote(path);
+    await this.session.run(async (c) => {
+      if ((await isDir(c, remote)) || (await fileSize(c, remote)) !== undefined) throw new VfsError('EXISTS', undefined, { path });
+      await c.send(`MKD ${remote}`);
+    }, { signal: args.signal, path: parent.path });
+    return { name, path, size: 0, isDir: true, modified: new Date() };
+  }
+
+  async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
+    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+    const path = join(dstDir.path, validateName(args.name));
+    const remote = this.remote(path);
+    const tmp = this.remote(join(dstDir.path, tempName(args.name)));
+    const count = counter(args.size, args.onProgress);
+    try {
+      await this.session.run(async (c) => {
+        if (await isDir(c, remote)) throw new VfsError('IS_A_DIR', undefined, { path });
+        try {
+          pipeline(stream, count, () => undefined); // a source error destroys `count`, failing the upload
+          await c.uploadFrom(count, tmp);
+          if (count.errored) throw count.errored;
+          await c.rename(tmp, remote); // RNTO replaces an existing file on common servers
+        } catch (e) {
+          c.close(); // a broken transfer leaves the control connection out of step: start clean
+          stream.destroy();
+          throw e;
+        }
+        if (args.modified) await this.setTime(c, remote, args.modified).catch(() => undefined);
+      }, { signal: args.signal, path });
+    } catch (e) {
+      if (!(e instanceof VfsError && e.code === 'IS_A_DIR')) await this.discard(tmp);
+      throw count.errored instanceof VfsError ? count.errored : e;
+    }
+    return { name: args.name, path, size: count.bytes, isDir: false, modified: args.modified ?? new Date() };
+  }
+
+  /** Remove a failed upload's temp file; the server may still be closing it, so look again (bounded). */
+  private async discard(tmp: string): Promise<void> {
+    for (let i = 0; i < 5; i++) {
+      const left = await this.session.run(async (c) => {
+        await c.remove(tmp, true);
+        await new Promise((r) => setTimeout(r, 50 * (i + 1)));
+        return (await fileSize(c, tmp)) !== undefined;
+      }).catch(() => true);
+      if (!left) return;
+    }
+    this.ctx.log.warn({ path: tmp }, 'ftp: could not remove a failed upload\'s temp file');
+  }
+
+  private async moveTo(obj: Obj, dst: string, signal?: AbortSignal): Promise<Obj> {
+    if (obj.isDir && isWithin(obj.path, dst)) throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
+    const to = this.remote(dst);
+    await this.session.run(async (c) => {
+      if ((await isDir(c, to)) || (await fileSize(c, to)) !== undefined) throw new VfsError('EXISTS', `file [${basename(dst)}] exists`, { path: dst });
+      await c.rename(this.remote(obj.path), to);
+    }, { signal, path: obj.path });
+    return { ...obj, name: basename(dst), path: dst };
+  }
+
+  rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
+    return this.moveTo(obj, join(segments(obj.path).slice(0, -1).join('/'), validateName(newName)), args.signal);
+  }
+
+  move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+    return this.moveTo(obj, join(dstDir.path, obj.name), args.signal);
+  }
+
+  async remove(obj: Obj, args: CallArgs): Promise<void> {
+    const remote = this.remote(obj.path);
+    await this.session.run(async (c) => {
+      if (!obj.isDir) return void (await c.remove(remote));
+      if (!(await isDir(c, remote))) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
+      await c.removeDir(remote);
+    }, { signal: args.signal, path: obj.path });
+  }
+}

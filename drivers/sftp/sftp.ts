@@ -1,0 +1,240 @@
+import { posix } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Attributes, SFTPWrapper, Stats } from 'ssh2';
+import { VfsError } from '../../src/errors.js';
+import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import { abortError, counter, destroyOnAbort, tempName } from '../util/streams.js';
+import { call, parseAddress, SftpConnection, sftpError, sftpStatus } from './connection.js';
+import type { SftpOptions } from './index.js';
+
+const NO_SUCH_FILE = 2;
+const byName = (a: Obj, b: Obj) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name));
+
+export class SftpDriver implements Driver {
+  private readonly conn: SftpConnection;
+  private readonly root: string;
+
+  constructor(private readonly opts: SftpOptions, private readonly ctx: DriverContext) {
+    const { host, port } = parseAddress(opts.address);
+    this.conn = new SftpConnection({
+      host, port, username: opts.username, password: opts.password, privateKey: opts.private_key, passphrase: opts.passphrase,
+    }, ctx.log);
+    this.root = posix.normalize('/' + (opts.root_folder_path || '/'));
+  }
+
+  /** Remote path of a driver path. */
+  private remote(path: string): string {
+    return posix.join(this.root, ...segments(path));
+  }
+
+  private obj(path: string, a: Attributes | Stats, isDir: boolean): Obj {
+    const p = '/' + segments(path).join('/');
+    return { name: basename(p), path: p, size: isDir ? 0 : a.size, isDir, modified: new Date(a.mtime * 1000) };
+  }
+
+  private read<T>(path: string, fn: (s: SFTPWrapper) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.conn.run(fn, { signal, path, idempotent: true });
+  }
+
+  private write<T>(path: string, fn: (s: SFTPWrapper) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.conn.run(fn, { signal, path });
+  }
+
+  /** stat that answers undefined for a missing path. */
+  private async tryStat(path: string, signal?: AbortSignal): Promise<Stats | undefined> {
+    try {
+      return await this.read(path, (s) => call<Stats>((cb) => s.stat(this.remote(path), cb)), signal);
+    } catch (e) {
+      if (e instanceof VfsError && e.code === 'NOT_FOUND') return undefined;
+      throw e;
+    }
+  }
+
+  async init(signal: AbortSignal): Promise<void> {
+    await this.conn.get(signal);
+    const st = await this.tryStat('/', signal);
+    if (!st?.isDirectory()) throw new VfsError('UPSTREAM', `root folder ${this.root} not exists`);
+  }
+
+  async drop(): Promise<void> {
+    await this.conn.end();
+  }
+
+  async get(path: string, args: CallArgs): Promise<Obj> {
+    const st = await this.tryStat(path, args.signal);
+    if (!st) throw new VfsError('NOT_FOUND', undefined, { path });
+    return this.obj(path, st, st.isDirectory());
+  }
+
+  async list(dir: Obj, args: CallArgs): Promise<Obj[]> {
+    if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+    const remote = this.remote(dir.path);
+    let entries;
+    try {
+      entries = await this.read(dir.path, (s) => call<Array<{ filename: string; attrs: Stats }>>((cb) => s.readdir(remote, cb as never)), args.signal);
+    } catch (e) {
+      const st = await this.tryStat(dir.path, args.signal);
+      if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dir.path });
+      if (!st.isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+      throw e;
+    }
+    const out: Obj[] = [];
+    for (const { filename, attrs } of entries) {
+      if (filename === '.' || filename === '..') continue;
+      const path = join(dir.path, filename);
+      if (!attrs.isSymbolicLink()) {
+        out.push(this.obj(path, attrs, attrs.isDirectory()));
+        continue;
+      }
+      try {
+        const target = await this.read(path, (s) => call<Stats>((cb) => s.stat(this.remote(path), cb)), args.signal);
+        out.push(this.obj(path, target, target.isDirectory()));
+      } catch (e) {
+        if (!this.opts.ignore_symlink_error) throw new VfsError('UPSTREAM', `broken symlink ${path}`, { path, cause: e });
+      }
+    }
+    return out.sort(byName);
+  }
+
+  async link(file: Obj, args: CallArgs): Promise<Link> {
+    if (file.isDir) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+    const st = await this.tryStat(file.path, args.signal);
+    if (!st) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
+    if (st.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+    const remote = this.remote(file.path);
+    return {
+      kind: 'range',
+      size: st.size,
+      open: (range?: ByteRange, signal?: AbortSignal) => this.read(file.path, async (s) => {
+        // Open first so a missing file fails here, not later inside the stream.
+        const handle = await call<Buffer>((cb) => s.open(remote, 'r', cb));
+        const rs = s.createReadStream(remote, { handle, start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
+        // The handle is closed after the last byte; if the connection drops then, the late error
+        // must not crash the process (readers have their own listeners for errors that matter).
+        rs.on('error', () => undefined);
+        const off = destroyOnAbort(rs, signal);
+        rs.once('close', off);
+        return rs;
+      }, signal),
+    };
+  }
+
+  async mkdir(parent: Obj, name: string, args: CallArgs): Promise<Obj> {
+    if (!parent.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path });
+    const path = join(parent.path, validateName(name));
+    try {
+      await this.write(path, (s) => call((cb) => s.mkdir(this.remote(path), cb)), args.signal);
+    } catch (e) {
+      if (await this.tryStat(path, args.signal)) throw new VfsError('EXISTS', undefined, { path, cause: e });
+      const p = await this.tryStat(parent.path, args.signal);
+      if (!p) throw new VfsError('NOT_FOUND', undefined, { path: parent.path, cause: e });
+      if (!p.isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path, cause: e });
+      throw e;
+    }
+    return this.get(path, args);
+  }
+
+  /** Rename with replace: OpenSSH's posix-rename when offered, else remove then rename. */
+  private async replace(s: SFTPWrapper, from: string, to: string): Promise<void> {
+    try {
+      await call((cb) => s.ext_openssh_rename(from, to, cb));
+      return;
+    } catch (e) {
+      if (sftpStatus(e) !== undefined) throw e; // the server has the extension and refused
+    }
+    await call((cb) => s.unlink(to, cb)).catch((e) => { if (sftpStatus(e) !== NO_SUCH_FILE) throw e; });
+    await call((cb) => s.rename(from, to, cb));
+  }
+
+  async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
+    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+    const path = join(dstDir.path, validateName(args.name));
+    if ((await this.tryStat(path, args.signal))?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path });
+    const tmp = join(dstDir.path, tempName(args.name));
+    await this.write(path, async (s) => {
+      try {
+        const ws = s.createWriteStream(this.remote(tmp));
+        const closed = new Promise((r) => ws.once('close', r));
+        await pipeline(stream, counter(args.size, args.onProgress), ws, { signal: args.signal });
+        ws.on('error', () => undefined); // a late close error surfaces through the rename below
+        await closed; // the handle is closed (all writes acknowledged) before the name appears
+        await this.replace(s, this.remote(tmp), this.remote(path));
+      } catch (e) {
+        stream.destroy();
+        await call((cb) => s.unlink(this.remote(tmp), cb)).catch(() => undefined);
+        if (args.signal?.aborted) throw abortError(args.signal);
+        // A failing source is not a dead connection: wrap it so the connection is kept.
+        throw e instanceof VfsError || sftpStatus(e) !== undefined ? sftpError(e, path) : new VfsError('UPSTREAM', 'upload failed', { path, cause: e });
+      }
+      if (args.modified) await this.setTimes(s, path, args.modified);
+    }, args.signal);
+    return this.get(path, args);
+  }
+
+  private async setTimes(s: SFTPWrapper, path: string, modified: Date): Promise<void> {
+    const secs = Math.floor(modified.getTime() / 1000);
+    await call((cb) => s.utimes(this.remote(path), secs, secs, cb));
+  }
+
+  async setModified(obj: Obj, modified: Date, args: CallArgs): Promise<void> {
+    await this.write(obj.path, (s) => this.setTimes(s, obj.path, modified), args.signal);
+  }
+
+  private async moveTo(obj: Obj, dst: string, signal?: AbortSignal): Promise<Obj> {
+    if (obj.isDir && isWithin(obj.path, dst)) throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
+    if (await this.tryStat(dst, signal)) throw new VfsError('EXISTS', `file [${basename(dst)}] exists`, { path: dst });
+    await this.write(obj.path, (s) => call((cb) => s.rename(this.remote(obj.path), this.remote(dst), cb)), signal);
+    return this.get(dst, { signal });
+  }
+
+  rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
+    return this.moveTo(obj, join(segments(obj.path).slice(0, -1).join('/'), validateName(newName)), args.signal);
+  }
+
+  async move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+    return this.moveTo(obj, join(dstDir.path, obj.name), args.signal);
+  }
+
+  /** SFTP v3 has no server-side copy: bytes are streamed back through this connection. */
+  async copy(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+    const dst = join(dstDir.path, obj.name);
+    if (obj.isDir && isWithin(obj.path, dst)) throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
+    const src = await this.get(obj.path, args);
+    if (await this.tryStat(dst, args.signal)) throw new VfsError('EXISTS', `file [${obj.name}] exists`, { path: dst });
+    await this.copyTree(src, dstDir, args.signal);
+    return this.get(dst, args);
+  }
+
+  private async copyTree(src: Obj, dstDir: Obj, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) throw abortError(signal);
+    if (!src.isDir) {
+      const link = (await this.link(src, { signal })) as Extract<Link, { kind: 'range' }>;
+      await this.put(dstDir, await link.open(undefined, signal), { name: src.name, size: link.size, modified: src.modified, signal });
+      return;
+    }
+    const made = await this.mkdir(dstDir, src.name, { signal });
+    for (const child of await this.list(src, { signal })) await this.copyTree(child, made, signal);
+  }
+
+  async remove(obj: Obj, args: CallArgs): Promise<void> {
+    const st = await this.read(obj.path, (s) => call<Stats>((cb) => s.lstat(this.remote(obj.path), cb)), args.signal);
+    const remote = this.remote(obj.path);
+    if (!st.isDirectory()) {
+      await this.write(obj.path, (s) => call((cb) => s.unlink(remote, cb)), args.signal);
+      return;
+    }
+    const dir = this.obj(obj.path, st, true);
+    for (const child of await this.list(dir, args)) await this.remove(child, args);
+    await this.write(obj.path, (s) => call((cb) => s.rmdir(remote, cb)), args.signal);
+  }
+
+  async usage(args: CallArgs): Promise<{ total: number; free: number; used: number }> {
+    type Vfs = { f_frsize: number; f_blocks: number; f_bfree: number; f_bavail: number };
+    const v = await this.read('/', (s) => call<Vfs>((cb) => s.ext_openssh_statvfs(this.root, cb as never)), args.signal);
+    return { total: v.f_blocks * v.f_frsize, free: v.f_bavail * v.f_frsize, used: (v.f_blocks - v.f_bfree) * v.f_frsize };
+  }
+}

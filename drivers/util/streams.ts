@@ -1,0 +1,66 @@
+/**
+ * Stream helpers shared by the network drivers: counting (progress + the announced-size check that
+ * makes a short or long upload fail instead of storing a truncated file), and tying a stream's
+ * life to an AbortSignal.
+ */
+import { Transform, type Readable } from 'node:stream';
+import { VfsError } from '../../src/errors.js';
+
+export interface Counter extends Transform {
+  readonly bytes: number;
+}
+
+/** Pass bytes through, report progress, and fail at the end if the count differs from `expected`. */
+export function counter(expected: number | undefined, onProgress?: (n: number) => void): Counter {
+  let bytes = 0;
+  const t = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (expected !== undefined && bytes > expected) return cb(sizeMismatch(expected, bytes));
+      onProgress?.(bytes);
+      cb(null, chunk);
+    },
+    flush(cb) {
+      cb(expected !== undefined && bytes !== expected ? sizeMismatch(expected, bytes) : null);
+    },
+  });
+  Object.defineProperty(t, 'bytes', { get: () => bytes });
+  return t as Counter;
+}
+
+function sizeMismatch(expected: number, got: number): VfsError {
+  return new VfsError('INVALID', `size mismatch: expected ${expected} bytes, got ${got}`);
+}
+
+export function abortError(signal?: AbortSignal): VfsError {
+  return new VfsError('UPSTREAM', 'operation aborted', { cause: signal?.reason });
+}
+
+/** Destroy `stream` with an UPSTREAM error when `signal` aborts; returns the unsubscribe function. */
+export function destroyOnAbort(stream: Readable | Transform, signal?: AbortSignal): () => void {
+  if (!signal) return () => undefined;
+  const onAbort = () => stream.destroy(abortError(signal));
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
+/** Keep only bytes [start, end] (inclusive) of a stream that begins at byte `offset`. */
+export function slice(offset: number, start: number, end?: number): Transform {
+  let pos = offset;
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      const from = Math.max(0, start - pos);
+      const to = end === undefined ? chunk.length : Math.min(chunk.length, end + 1 - pos);
+      pos += chunk.length;
+      if (to > from) this.push(chunk.subarray(from, to));
+      if (end !== undefined && pos > end) this.push(null);
+      cb();
+    },
+  });
+}
+
+/** A short random suffix for temporary upload names. */
+export function tempName(name: string): string {
+  return `.${name.slice(0, 100)}.tg-${Math.random().toString(36).slice(2, 10)}.tmp`;
+}
