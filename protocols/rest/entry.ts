@@ -1,0 +1,119 @@
+/**
+ * AList's wire shapes for file entries (alist-compat §9): the ObjResp of fs/list and fs/get, the type
+ * integers, timestamps with a UTC offset, filename_char_mapping, and the `api_url` that raw_url and
+ * thumbs are built on.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { Entry } from '../../src/vfs/types.js';
+import type { Settings } from '../../src/settings/settings.js';
+
+/** AList's object type integers (internal/conf/const.go). */
+export const OBJ_TYPE = { UNKNOWN: 0, FOLDER: 1, VIDEO: 2, AUDIO: 3, TEXT: 4, IMAGE: 5 } as const;
+
+/** Defaults of the *_types settings, used when the setting is absent from the catalogue. */
+const TYPE_DEFAULTS: Record<string, string> = {
+  audio_types: 'mp3,flac,ogg,m4a,wav,opus,wma',
+  video_types: 'mp4,mkv,avi,mov,rmvb,webm,flv,m3u8',
+  image_types: 'jpg,tiff,jpeg,png,gif,bmp,svg,ico,swf,webp',
+  text_types: 'txt,htm,html,xml,java,properties,sql,js,md,json,conf,ini,vue,php,py,bat,gitignore,yml,go,sh,c,cpp,h,hpp,tsx,vtt,srt,ass,rs,lrc',
+  proxy_types: 'm3u8,url',
+};
+
+/** A setting with AList's default when the catalogue does not (yet) define it. */
+export function settingOr(settings: Settings, key: string, fallback: string): string {
+  return settings.def(key) ? settings.get(key) : fallback;
+}
+
+export function typeList(settings: Settings, key: keyof typeof TYPE_DEFAULTS & string): string[] {
+  return settingOr(settings, key, TYPE_DEFAULTS[key] ?? '').split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+}
+
+export function extOf(name: string): string {
+  const dot = name.lastIndexOf('.');
+  return dot < 0 ? '' : name.slice(dot + 1).toLowerCase();
+}
+
+/** The type integer from a name alone (audio, then video, image, text), as fs/get computes it. */
+export function typeOfName(settings: Settings, name: string): number {
+  const ext = extOf(name);
+  if (!ext) return OBJ_TYPE.UNKNOWN;
+  if (typeList(settings, 'audio_types').includes(ext)) return OBJ_TYPE.AUDIO;
+  if (typeList(settings, 'video_types').includes(ext)) return OBJ_TYPE.VIDEO;
+  if (typeList(settings, 'image_types').includes(ext)) return OBJ_TYPE.IMAGE;
+  if (typeList(settings, 'text_types').includes(ext)) return OBJ_TYPE.TEXT;
+  return OBJ_TYPE.UNKNOWN;
+}
+
+const pad = (n: number, w = 2) => String(Math.trunc(Math.abs(n))).padStart(w, '0');
+
+/** RFC 3339 with milliseconds and the server's local offset, e.g. `2024-05-01T12:34:56.123+02:00`. */
+export function formatTime(d: Date | undefined): string {
+  if (!d || Number.isNaN(d.getTime()) || d.getTime() <= -62135596800000) return '0001-01-01T00:00:00Z';
+  const off = -d.getTimezoneOffset();
+  const sign = off >= 0 ? '+' : '-';
+  return (
+    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}` +
+    `.${pad(d.getMilliseconds(), 3)}${sign}${pad(off / 60)}:${pad(off % 60)}`
+  );
+}
+
+/** filename_char_mapping (JSON `{from: to}`, default `{"/": "|"}`) applied to a listed name. */
+export function nameMapper(settings: Settings): (name: string) => string {
+  let map: Record<string, unknown> = { '/': '|' };
+  try {
+    const raw = settingOr(settings, 'filename_char_mapping', '{"/": "|"}');
+    const parsed: unknown = JSON.parse(raw);
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) map = parsed as Record<string, unknown>;
+  } catch {
+    /* a broken setting leaves names untouched rather than failing every listing */
+  }
+  const pairs = Object.entries(map).filter((p): p is [string, string] => p[0] !== '' && typeof p[1] === 'string');
+  if (!pairs.length) return (n) => n;
+  return (n) => pairs.reduce((acc, [from, to]) => acc.split(from).join(to), n);
+}
+
+export interface ObjResp {
+  name: string;
+  size: number;
+  is_dir: boolean;
+  modified: string;
+  created: string;
+  sign: string;
+  thumb: string;
+  type: number;
+  hashinfo: string;
+  hash_info: Record<string, string> | null;
+}
+
+/**
+ * One entry as AList serialises it. `sign` is the sign for files (empty for folders and when no sign
+ * is required); `listType` true gives folders type 1 (list/search), false types by name (fs/get).
+ */
+export function toObjResp(e: Entry, o: { sign: string; settings: Settings; mapName: (n: string) => string; listType: boolean }): ObjResp {
+  const hashes = e.hashes && Object.keys(e.hashes).length ? Object.fromEntries(Object.entries(e.hashes).sort(([a], [b]) => a.localeCompare(b))) : null;
+  return {
+    name: o.mapName(e.name),
+    size: e.isDir ? 0 : e.size,
+    is_dir: e.isDir,
+    modified: formatTime(e.modified),
+    created: formatTime(e.created),
+    sign: e.isDir ? '' : o.sign,
+    thumb: e.thumb ?? '',
+    type: o.listType && e.isDir ? OBJ_TYPE.FOLDER : typeOfName(o.settings, e.name),
+    hashinfo: hashes ? JSON.stringify(hashes) : 'null',
+    hash_info: hashes,
+  };
+}
+
+/**
+ * AList's api_url: the `site_url` config when it is absolute, else scheme + host + site_url's path.
+ * Unlike AList, X-Forwarded-Host / X-Forwarded-Proto count only from configured trusted proxies
+ * (fastify's request.host / request.protocol), like X-Forwarded-For (decision 3). No trailing slash.
+ */
+export function apiUrl(req: FastifyRequest, siteUrl: string): string {
+  if (/^https?:\/\//i.test(siteUrl)) return siteUrl.replace(/\/+$/, '');
+  const proto = req.protocol === 'https' ? 'https' : 'http';
+  const host = req.host || 'localhost';
+  const path = ('/' + siteUrl).replace(/\/+/g, '/').replace(/\/$/, '');
+  return `${proto}://${host}${path}`;
+}

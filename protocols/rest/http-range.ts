@@ -1,0 +1,71 @@
+/**
+ * HTTP validators and single byte ranges for streamed downloads, following Go's http.ServeContent
+ * as AList uses it: ETag `"<hex mtime seconds>-<hex size>"`, Last-Modified, If-None-Match /
+ * If-Modified-Since → 304, If-Range, Range → 206 or 416. A multi-range request is answered with
+ * the whole file (200), which RFC 9110 allows; a malformed Range header is ignored.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+
+export function etagOf(modified: Date, size: number): string {
+  return `"${Math.floor(modified.getTime() / 1000).toString(16)}-${size.toString(16)}"`;
+}
+
+const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+function header(h: IncomingHttpHeaders, name: string): string | undefined {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function etagListMatches(list: string, etag: string, weak: boolean): boolean {
+  return list.split(',').some((raw) => {
+    const t = raw.trim();
+    if (t === '*') return true;
+    const a = weak ? t.replace(/^W\//, '') : t;
+    return a === (weak ? etag.replace(/^W\//, '') : etag) && !(!weak && t.startsWith('W/'));
+  });
+}
+
+/** True when the client's cached copy is current (answer 304 to GET/HEAD). */
+export function notModified(h: IncomingHttpHeaders, etag: string, modified: Date): boolean {
+  const inm = header(h, 'if-none-match');
+  if (inm !== undefined) return etagListMatches(inm, etag, true);
+  const ims = header(h, 'if-modified-since');
+  if (ims === undefined) return false;
+  const t = Date.parse(ims);
+  return Number.isFinite(t) && seconds(modified) <= Math.floor(t / 1000);
+}
+
+export type RangePlan = { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
+
+/** Decide what to send for a Range header (If-Range applied first). */
+export function planRange(h: IncomingHttpHeaders, size: number, etag: string, modified: Date): RangePlan {
+  const range = header(h, 'range');
+  if (!range) return { kind: 'full' };
+  const ifRange = header(h, 'if-range');
+  if (ifRange !== undefined) {
+    const v = ifRange.trim();
+    const fresh = v.startsWith('"') || v.startsWith('W/') ? v === etag : Date.parse(v) / 1000 === seconds(modified);
+    if (!fresh) return { kind: 'full' };
+  }
+  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(range.trim());
+  if (!m) return { kind: 'full' };
+  const [, a, b] = m as unknown as [string, string, string];
+  if (a === '' && b === '') return { kind: 'full' };
+  if (a === '') {
+    const n = Number(b);
+    if (n === 0 || size === 0) return { kind: 'unsatisfiable' };
+    return { kind: 'partial', start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(a);
+  if (b !== '' && Number(b) < start) return { kind: 'full' };
+  if (start >= size) return { kind: 'unsatisfiable' };
+  const end = b === '' ? size - 1 : Math.min(Number(b), size - 1);
+  return { kind: 'partial', start, end };
+}
+
+/** `attachment; filename="<escaped>"; filename*=UTF-8''<escaped>` (header-safe for any name). */
+export function attachment(name: string): string {
+  const enc = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  return `attachment; filename="${enc}"; filename*=UTF-8''${enc}`;
+}

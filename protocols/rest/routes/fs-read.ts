@@ -1,0 +1,116 @@
+/**
+ * Reading the tree over REST (alist-compat §9): fs/list, fs/get, fs/dirs (fs/search: ./search.ts). Every access
+ * decision (hide, path password, base path, refresh needing write) is the VFS's; this file only
+ * shapes AList's answers. Registered for GET and POST like AList's `any` routes.
+ */
+import type { FastifyRequest } from 'fastify';
+import type { Core } from '../../../src/core.js';
+import type { AccessContext } from '../../../src/auth/principal.js';
+import { can } from '../../../src/auth/principal.js';
+import { encodePathForUrl } from '../../../src/paths.js';
+import { isVfsError } from '../../../src/errors.js';
+import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
+import type { RoutePlugin } from '../route-types.js';
+import { accessContext } from '../app.js';
+import { ApiError, ok } from '../envelope.js';
+import { apiUrl, formatTime, nameMapper, toObjResp } from '../entry.js';
+import { bool, downProxy, fields, int, mustProxy, paginate, signIf, signRequired, str } from '../fs-common.js';
+
+const ANY = ['GET', 'POST'] as const;
+
+/** list with refresh: the VFS refuses it without write; AList's exact message. */
+async function listing(core: Core, ctx: AccessContext, path: string, refresh: boolean) {
+  try {
+    const l = await core.vfs.list(ctx, path, { refresh });
+    if (refresh && !l.facts.write) throw new ApiError(403, 'Refresh without permission');
+    return l;
+  } catch (e) {
+    if (refresh && (isVfsError(e, 'READ_ONLY') || isVfsError(e, 'FORBIDDEN'))) throw new ApiError(403, 'Refresh without permission');
+    throw e;
+  }
+}
+
+/** raw_url of a file (alist-compat §9 fs/get). */
+async function rawUrl(
+  core: Core, req: FastifyRequest, ctx: AccessContext, path: string, entry: Entry, storage: StorageInfo | undefined, sign: string,
+): Promise<string> {
+  if (entry.isDir || !storage) return '';
+  const enc = encodePathForUrl(entry.vpath);
+  const api = apiUrl(req, core.config.site_url);
+  const q = sign ? `?sign=${encodeURIComponent(sign)}` : '';
+  if (mustProxy(storage)) {
+    const dpu = downProxy(storage);
+    if (dpu) return `${dpu}${enc}?sign=${encodeURIComponent(signIf(core, true, entry.vpath))}`;
+    return `${api}/p${enc}${q}`;
+  }
+  const { link } = await core.vfs.link(ctx, path);
+  return link.kind === 'url' ? link.url : `${api}/d${enc}${q}`;
+}
+
+const routes: RoutePlugin = async (app, { core }) => {
+  const mapName = () => nameMapper(core.settings);
+
+  app.route({
+    method: [...ANY],
+    url: '/api/fs/list',
+    handler: async (req) => {
+      const f = fields(req);
+      const ctx = accessContext(req, str(f.password));
+      const l = await listing(core, ctx, str(f.path) || '/', bool(f.refresh));
+      const signed = signRequired(core, l.storage, l.facts.passwordProtected);
+      const page = paginate(l.entries, int(f.page), int(f.per_page));
+      const mn = mapName();
+      return ok({
+        content: page.map((e) => toObjResp(e, { sign: signIf(core, signed && !e.isDir, e.vpath), settings: core.settings, mapName: mn, listType: true })),
+        total: l.entries.length,
+        readme: l.facts.readme,
+        header: l.facts.header,
+        write: l.facts.write,
+        provider: l.storage?.driverName ?? 'unknown',
+      });
+    },
+  });
+
+  app.route({
+    method: [...ANY],
+    url: '/api/fs/get',
+    handler: async (req) => {
+      const f = fields(req);
+      const ctx = accessContext(req, str(f.password));
+      const path = str(f.path) || '/';
+      const entry = await core.vfs.stat(ctx, path);
+      const storage = await core.vfs.storageOf(ctx, path);
+      const facts = await core.vfs.facts(ctx, path);
+      const sign = signIf(core, !entry.isDir && signRequired(core, storage, facts.passwordProtected), entry.vpath);
+      const obj = toObjResp(entry, { sign, settings: core.settings, mapName: mapName(), listType: false });
+      if (entry.vpath === '/' && entry.name === '') obj.name = 'root';
+      return ok({
+        ...obj,
+        raw_url: await rawUrl(core, req, ctx, path, entry, storage, sign),
+        readme: facts.readme,
+        header: facts.header,
+        provider: storage?.driverName ?? 'unknown',
+        related: null,
+      });
+    },
+  });
+
+  app.route({
+    method: [...ANY],
+    url: '/api/fs/dirs',
+    handler: async (req) => {
+      const f = fields(req);
+      let ctx = accessContext(req, str(f.password));
+      if (bool(f.force_root)) {
+        if (!can.isAdmin(ctx.principal)) throw new ApiError(403, 'Permission denied');
+        ctx = { ...ctx, principal: { ...ctx.principal, basePath: '/' } };
+      }
+      const l = await core.vfs.list(ctx, str(f.path) || '/');
+      return ok(l.entries.filter((e) => e.isDir).map((e) => ({ name: e.name, modified: formatTime(e.modified) })));
+    },
+  });
+
+  // /api/fs/search lives in ./search.ts (the search service's route).
+};
+
+export default routes;

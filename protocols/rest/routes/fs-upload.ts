@@ -1,0 +1,168 @@
+/**
+ * Uploads (alist-compat §10): PUT /api/fs/put (raw body) and PUT /api/fs/form (multipart part `file`).
+ * Bodies are never buffered: this plugin replaces the app's body parsers (in its own encapsulated
+ * context) with one that leaves the request stream unread, and the stream goes straight to vfs.put,
+ * which writes atomically (a failed or aborted upload leaves nothing under the final name).
+ *
+ * As-Task (`As-Task: true`): the body is spooled to a temp file by the task service, the reply
+ * carries the upload task in its initial state (state 0, `uploading`, progress 0, spec §3) and a
+ * worker puts the file; the task is listed under /api/task/upload.
+ */
+import type { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import Busboy from 'busboy';
+import type { AccessContext } from '../../../src/auth/principal.js';
+import type { Core } from '../../../src/core.js';
+import { isVfsError } from '../../../src/errors.js';
+import type { Entry } from '../../../src/vfs/types.js';
+import type { TaskInfo } from '../../../src/tasks/types.js';
+import type { RoutePlugin } from '../route-types.js';
+import { accessContext } from '../app.js';
+import { ApiError, ok } from '../envelope.js';
+import { taskJson } from './tasks.js';
+
+interface UploadHeaders {
+  path: string;
+  overwrite: boolean;
+  asTask: boolean;
+  modified: Date;
+  size?: number;
+  hashes: Record<string, string>;
+}
+
+function header(req: FastifyRequest, name: string): string {
+  const v = req.headers[name];
+  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+}
+
+/** Go's url.PathUnescape: `+` stays, `%XY` must be valid hex; invalid → 400. */
+function pathUnescape(raw: string): string {
+  const bad = /%(?![0-9a-fA-F]{2})/.exec(raw);
+  if (bad) throw new ApiError(400, `invalid URL escape "${raw.slice(bad.index, bad.index + 3)}"`);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ApiError(400, 'invalid URL escape: not UTF-8');
+  }
+}
+
+function uploadHeaders(req: FastifyRequest, needLength: boolean): UploadHeaders {
+  const rawPath = header(req, 'file-path');
+  if (rawPath === '') throw new ApiError(400, 'File-Path header is required');
+  const ms = Number(header(req, 'last-modified'));
+  const lenText = header(req, 'content-length');
+  let size: number | undefined;
+  if (needLength && lenText !== '') {
+    if (!/^\d+$/.test(lenText)) throw new ApiError(400, `strconv.ParseInt: parsing "${lenText}": invalid syntax`);
+    size = Number(lenText);
+  }
+  const hashes: Record<string, string> = {};
+  for (const [h, algo] of [['x-file-md5', 'md5'], ['x-file-sha1', 'sha1'], ['x-file-sha256', 'sha256']] as const) {
+    const v = header(req, h).trim().toLowerCase();
+    if (v) hashes[algo] = v;
+  }
+  return {
+    path: pathUnescape(rawPath),
+    overwrite: header(req, 'overwrite') !== 'false',
+    asTask: header(req, 'as-task') === 'true',
+    modified: Number.isSafeInteger(ms) && ms > 0 && header(req, 'last-modified').trim() !== '' ? new Date(ms) : new Date(),
+    size,
+    hashes,
+  };
+}
+
+/** An AccessContext whose signal aborts when the client goes away before we answered. */
+function uploadContext(req: FastifyRequest, reply: FastifyReply): AccessContext {
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) ac.abort(new Error('client disconnected'));
+  };
+  req.raw.once('aborted', onClose);
+  reply.raw.once('close', onClose);
+  return { ...accessContext(req, header(req, 'password')), signal: ac.signal };
+}
+
+/** Leave the connection usable after an early refusal: read and drop the rest of the body. */
+function drain(req: FastifyRequest): void {
+  if (!req.raw.readableEnded) req.raw.resume();
+}
+
+async function putBody(core: Core, ctx: AccessContext, h: UploadHeaders, body: Readable, form: boolean): Promise<Entry | TaskInfo> {
+  try {
+    const opts = { size: h.size, modified: h.modified, overwrite: h.overwrite, hashes: Object.keys(h.hashes).length ? h.hashes : undefined };
+    if (h.asTask) return await core.tasks.uploads.start(ctx, body, { path: h.path, ...opts });
+    return await core.vfs.put(ctx, h.path, body, opts);
+  } catch (e) {
+    if (isVfsError(e, 'NOT_SUPPORTED')) {
+      throw form ? new ApiError(405, "Current storage doesn't support upload") : new ApiError(500, 'upload not supported');
+    }
+    throw e;
+  }
+}
+
+/** The `file` part of a multipart body, streamed into vfs.put; other parts are discarded. */
+function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: UploadHeaders): Promise<Entry | TaskInfo> {
+  return new Promise<Entry | TaskInfo>((resolve, reject) => {
+    let bb: Busboy.Busboy;
+    try {
+      bb = Busboy({ headers: req.headers, limits: { fields: 50, parts: 100 } });
+    } catch (e) {
+      reject(new ApiError(400, `invalid multipart body: ${(e as Error).message}`));
+      return;
+    }
+    let started: Promise<Entry | TaskInfo> | undefined;
+    const fail = (e: unknown) => {
+      req.raw.unpipe(bb);
+      reject(e);
+    };
+    bb.on('file', (name, stream) => {
+      if (name !== 'file' || started) {
+        stream.resume();
+        return;
+      }
+      started = putBody(core, ctx, h, stream, true);
+      started.catch((e: unknown) => {
+        stream.resume();
+        fail(e);
+      });
+    });
+    bb.on('error', (e: unknown) => fail(new ApiError(400, `invalid multipart body: ${(e as Error).message}`)));
+    bb.on('close', () => {
+      if (!started) return fail(new ApiError(400, 'http: no such file'));
+      started.then(resolve, fail);
+    });
+    req.raw.pipe(bb);
+  });
+}
+
+const routes: RoutePlugin = async (app, { core }) => {
+  // This plugin's own context: leave every body unread (no JSON, no buffering).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+
+  app.put('/api/fs/put', async (req, reply) => {
+    try {
+      const h = uploadHeaders(req, true);
+      const ctx = uploadContext(req, reply);
+      const done = await putBody(core, ctx, h, req.raw, false);
+      return h.asTask ? ok({ task: taskJson(done as TaskInfo) }) : ok();
+    } catch (e) {
+      drain(req);
+      throw e;
+    }
+  });
+
+  app.put('/api/fs/form', async (req, reply) => {
+    try {
+      const h = uploadHeaders(req, false);
+      const ctx = uploadContext(req, reply);
+      const done = await formUpload(core, req, ctx, h);
+      return h.asTask ? ok({ task: taskJson(done as TaskInfo) }) : ok();
+    } catch (e) {
+      drain(req);
+      throw e;
+    }
+  });
+};
+
+export default routes;

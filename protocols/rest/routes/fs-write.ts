@@ -1,0 +1,212 @@
+/**
+ * Changing the tree over REST (alist-compat §10): mkdir, rename, batch_rename, regex_rename, move,
+ * copy, recursive_move, remove, remove_empty_directory. Names are validated as single components
+ * (decision 3); permission bits, meta write and base-path containment are the VFS's. Only AList's
+ * per-endpoint answers are decided here (`file [x] exists`, `Empty file names`, mkdir's 500).
+ */
+import type { FastifyRequest } from 'fastify';
+import type { AccessContext } from '../../../src/auth/principal.js';
+import type { Core } from '../../../src/core.js';
+import { isVfsError } from '../../../src/errors.js';
+import { join, normalize, parent, validateName } from '../../../src/paths.js';
+import type { Entry } from '../../../src/vfs/types.js';
+import type { RoutePlugin } from '../route-types.js';
+import { accessContext } from '../app.js';
+import { ApiError, ok } from '../envelope.js';
+import { bool, fields, mapCode, str, strArray } from '../fs-common.js';
+import { compileGoRegex, replaceAllGo } from '../go-regex.js';
+import { taskJson } from './tasks.js';
+import type { TaskInfo } from '../../../src/tasks/types.js';
+
+async function exists(core: Core, ctx: AccessContext, path: string): Promise<boolean> {
+  try {
+    await core.vfs.stat(ctx, path);
+    return true;
+  } catch (e) {
+    if (isVfsError(e, 'NOT_FOUND')) return false;
+    throw e;
+  }
+}
+
+const existsError = (name: string) => new ApiError(403, `file [${name}] exists`);
+
+/** Move or rename src → dst, answering AList's `file [name] exists` when the VFS refuses a taken name. */
+function moveTo(core: Core, ctx: AccessContext, src: string, dst: string, name: string, overwrite: boolean): Promise<Entry> {
+  return mapCode(() => core.vfs.moveTo(ctx, src, dst, { overwrite }), 'EXISTS', () => existsError(name));
+}
+
+function names(v: unknown): string[] {
+  const list = strArray(v, 'names');
+  if (list.length === 0) throw new ApiError(400, 'Empty file names');
+  return list.map(validateName);
+}
+
+/** Every file below `dir` at any depth (hidden entries and mount points excluded by the VFS / here). */
+async function filesBelow(core: Core, ctx: AccessContext, dir: string, skipDir: string, out: Entry[] = [], depth = 0): Promise<Entry[]> {
+  if (depth > 64) throw new ApiError(500, 'directory tree too deep');
+  for (const e of (await core.vfs.list(ctx, dir)).entries) {
+    if (e.virtual) continue;
+    const p = join(dir, e.name);
+    if (e.isDir) {
+      if (p !== skipDir) await filesBelow(core, ctx, p, skipDir, out, depth + 1);
+    } else out.push({ ...e, vpath: p }); // vpath here: the user path, what the VFS calls take
+  }
+  return out;
+}
+
+/** Remove empty folders below `dir` (post-order, so a parent emptied by its children goes too). */
+async function pruneEmpty(core: Core, ctx: AccessContext, dir: string, depth = 0): Promise<boolean> {
+  if (depth > 64) return false;
+  const { entries } = await core.vfs.list(ctx, dir);
+  let left = entries.length;
+  for (const e of entries) {
+    if (!e.isDir || e.virtual) continue;
+    if (await pruneEmpty(core, ctx, join(dir, e.name), depth + 1)) left--;
+  }
+  if (depth === 0 || left > 0) return false;
+  await core.vfs.remove(ctx, dir);
+  return true;
+}
+
+const routes: RoutePlugin = async (app, { core }) => {
+  app.post('/api/fs/mkdir', async (req) => {
+    const ctx = accessContext(req);
+    // AList answers mkdir over a file with 500 `file exists` (not the 403 of rename/move).
+    await mapCode(() => core.vfs.mkdir(ctx, str(fields(req).path)), 'EXISTS', () => new ApiError(500, 'file exists'));
+    return ok();
+  });
+
+  app.post('/api/fs/rename', async (req) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const name = validateName(str(f.name));
+    const src = normalize(str(f.path));
+    const dst = join(parent(src), name);
+    if (dst === src) {
+      await core.vfs.stat(ctx, src);
+      return ok();
+    }
+    const overwrite = bool(f.overwrite);
+    if (!overwrite && (await exists(core, ctx, dst))) throw existsError(name);
+    await moveTo(core, ctx, src, dst, name, overwrite);
+    return ok();
+  });
+
+  app.post('/api/fs/batch_rename', async (req) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const dir = normalize(str(f.src_dir));
+    const objs = Array.isArray(f.rename_objects) ? (f.rename_objects as unknown[]) : [];
+    for (const o of objs) {
+      const rec = (o && typeof o === 'object' ? o : {}) as Record<string, unknown>;
+      const from = str(rec.src_name);
+      const to = str(rec.new_name);
+      if (from === '' || to === '') continue;
+      validateName(from);
+      validateName(to);
+      if (from === to) continue;
+      await moveTo(core, ctx, join(dir, from), join(dir, to), to, false);
+    }
+    return ok();
+  });
+
+  app.post('/api/fs/regex_rename', async (req) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const dir = normalize(str(f.src_dir));
+    let re: RegExp;
+    try {
+      re = compileGoRegex(str(f.src_name_regex));
+    } catch (e) {
+      throw new ApiError(500, (e as Error).message);
+    }
+    const template = str(f.new_name_regex);
+    for (const e of (await core.vfs.list(ctx, dir)).entries) {
+      if (e.virtual) continue;
+      re.lastIndex = 0;
+      if (!re.test(e.name)) continue;
+      re.lastIndex = 0;
+      const to = replaceAllGo(re, e.name, template);
+      if (to === e.name) continue;
+      validateName(to);
+      await moveTo(core, ctx, join(dir, e.name), join(dir, to), to, false);
+    }
+    return ok();
+  });
+
+  const transfer = (kind: 'move' | 'copy') => async (req: FastifyRequest) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const list = names(f.names);
+    const srcDir = normalize(str(f.src_dir));
+    const dstDir = normalize(str(f.dst_dir));
+    const overwrite = bool(f.overwrite);
+    if (!overwrite) for (const n of list) if (await exists(core, ctx, join(dstDir, n))) throw existsError(n);
+    const tasks: TaskInfo[] = [];
+    for (const n of list) {
+      const src = join(srcDir, n);
+      const dst = join(dstDir, n);
+      if (kind === 'move') await moveTo(core, ctx, src, dst, n, overwrite);
+      else {
+        try {
+          await core.vfs.copyTo(ctx, src, dst, { overwrite });
+        } catch (e) {
+          if (isVfsError(e, 'EXISTS')) throw existsError(n);
+          // Across storages the copy runs as a task (alist-compat §10, decision 1).
+          if (isVfsError(e, 'CROSS_MOUNT')) tasks.push(taskJson(await core.tasks.copy(ctx, src, dst)));
+          else throw e;
+        }
+      }
+    }
+    return tasks.length ? ok({ tasks }) : ok();
+  };
+  app.post('/api/fs/move', transfer('move'));
+  app.post('/api/fs/copy', transfer('copy'));
+
+  app.post('/api/fs/recursive_move', async (req) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const srcDir = normalize(str(f.src_dir));
+    const dstDir = normalize(str(f.dst_dir));
+    const policy = str(f.conflict_policy);
+    const files = await filesBelow(core, ctx, srcDir, dstDir);
+    const taken = new Set<string>();
+    if (policy === 'cancel' || policy === 'skip') {
+      for (const e of (await core.vfs.list(ctx, dstDir)).entries) taken.add(e.name);
+    }
+    if (policy === 'cancel') for (const e of files) if (taken.has(e.name)) throw existsError(e.name);
+    for (const e of files) {
+      if (parent(e.vpath) === dstDir) continue;
+      if (policy === 'skip') {
+        if (taken.has(e.name)) continue;
+        taken.add(e.name);
+      }
+      // overwrite / empty / unknown policy: AList moves anyway and lets the target be replaced.
+      await moveTo(core, ctx, e.vpath, join(dstDir, e.name), e.name, policy !== 'cancel' && policy !== 'skip');
+    }
+    return ok(); // decision 1: `success`, not AList's `Successfully moved N file(s)`
+  });
+
+  app.post('/api/fs/remove', async (req) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const list = names(f.names);
+    const dir = normalize(str(f.dir));
+    for (const n of list) {
+      try {
+        await core.vfs.remove(ctx, join(dir, n));
+      } catch (e) {
+        if (!isVfsError(e, 'NOT_FOUND')) throw e; // a missing name is silently fine (AList)
+      }
+    }
+    return ok();
+  });
+
+  app.post('/api/fs/remove_empty_directory', async (req) => {
+    const ctx = accessContext(req);
+    await pruneEmpty(core, ctx, normalize(str(fields(req).src_dir)));
+    return ok();
+  });
+};
+
+export default routes;
