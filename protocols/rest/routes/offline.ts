@@ -1,0 +1,50 @@
+/**
+ * Offline download over REST (alist-compat §12, §8): POST /api/fs/add_offline_download and the tool
+ * settings endpoints set_aria2 / set_qbit. Checks (bit2, target, tool, SSRF) are the task
+ * service's; this file reads the request and shapes AList's answers.
+ */
+import { isVfsError } from '../../../src/errors.js';
+import type { RoutePlugin } from '../route-types.js';
+import { accessContext } from '../app.js';
+import { ApiError, ok } from '../envelope.js';
+import { fields, str, strArray } from '../fs-common.js';
+import { taskJson } from './tasks.js';
+
+const routes: RoutePlugin = async (app, { core }) => {
+  const offline = core.tasks.offline;
+
+  app.post('/api/fs/add_offline_download', async (req) => {
+    const f = fields(req);
+    const ctx = accessContext(req);
+    const tasks = await offline.add(ctx, {
+      urls: strArray(f.urls, 'urls').filter((u) => u.trim() !== ''),
+      path: str(f.path),
+      tool: str(f.tool),
+      delete_policy: str(f.delete_policy),
+    });
+    return ok({ tasks: tasks.map(taskJson) });
+  });
+
+  app.post('/api/admin/setting/set_aria2', async (req) => {
+    const f = fields(req);
+    try {
+      return ok(`aria2 version: ${await offline.setAria2(str(f.uri), str(f.secret))}`);
+    } catch (e) {
+      if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
+      throw new ApiError(500, `failed get aria2 version: ${(e as Error).message}`);
+    }
+  });
+
+  app.post('/api/admin/setting/set_qbit', async (req) => {
+    const f = fields(req);
+    try {
+      await offline.setQbit(str(f.url), str(f.seedtime) || '0');
+    } catch (e) {
+      if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
+      throw e;
+    }
+    return ok('ok');
+  });
+};
+
+export default routes;

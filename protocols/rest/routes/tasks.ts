@@ -1,0 +1,87 @@
+/**
+ * Task API (alist-compat §11): for each kind, /api/task/<kind>/… (any non-guest; the auth hook
+ * refuses guests) and /api/admin/task/<kind>/… (admin; kept for old scripts). A non-admin sees and
+ * acts on their own tasks only; anyone else's task is `task not found` (404), like a missing one.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { can } from '../../../src/auth/principal.js';
+import type { TaskRecord } from '../../../src/store/types.js';
+import { toInfo } from '../../../src/tasks/manager.js';
+import { DONE_STATES, TASK_KINDS, TASK_STATE, type TaskInfo } from '../../../src/tasks/types.js';
+import type { RoutePlugin } from '../route-types.js';
+import { ApiError, ok } from '../envelope.js';
+import { formatTime } from '../entry.js';
+import { queryString } from '../input.js';
+
+const NOT_FOUND = 'task not found';
+
+/** TaskInfo as AList writes it: times in its RFC 3339 form with the local offset, or null. */
+export function taskJson(t: TaskInfo): TaskInfo {
+  const time = (v: string | null) => (v ? formatTime(new Date(v)) : null);
+  return { ...t, start_time: time(t.start_time), end_time: time(t.end_time) };
+}
+
+const routes: RoutePlugin = async (app, { core }) => {
+  const m = core.tasks.manager;
+
+  const visible = (req: FastifyRequest, kind: string) => (r: TaskRecord) =>
+    r.kind === kind && (can.isAdmin(req.principal!) || r.creator_id === req.principal!.userId);
+
+  const mine = (req: FastifyRequest, kind: string) => m.records().filter(visible(req, kind));
+
+  const target = (req: FastifyRequest, kind: string, id: string): TaskRecord => {
+    const r = m.get(id);
+    if (!r || !visible(req, kind)(r)) throw new ApiError(404, NOT_FOUND);
+    return r;
+  };
+
+  const ids = (req: FastifyRequest): string[] => {
+    const b = req.body;
+    if (!Array.isArray(b) || !b.every((x) => typeof x === 'string')) throw new ApiError(400, 'invalid request format');
+    return b as string[];
+  };
+
+  const register = (g: FastifyInstance, prefix: string, kind: string) => {
+    const json = (rs: TaskRecord[]) => rs.map((r) => taskJson(toInfo(r)));
+    g.get(`${prefix}/undone`, async (req) => ok(json(mine(req, kind).filter((r) => !DONE_STATES.has(r.state)))));
+    g.get(`${prefix}/done`, async (req) => ok(json(mine(req, kind).filter((r) => DONE_STATES.has(r.state)))));
+    g.post(`${prefix}/info`, async (req) => ok(taskJson(toInfo(target(req, kind, queryString(req, 'tid'))))));
+
+    const one = (act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
+      await act(target(req, kind, queryString(req, 'tid')).id);
+      return ok();
+    };
+    g.post(`${prefix}/cancel`, one((id) => m.cancel(id)));
+    g.post(`${prefix}/delete`, one((id) => m.remove(id)));
+    g.post(`${prefix}/retry`, one((id) => m.retry(id)));
+
+    const some = (act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
+      const failed: Record<string, string> = {};
+      for (const id of ids(req)) {
+        const r = m.get(id);
+        if (!r || !visible(req, kind)(r)) failed[id] = NOT_FOUND;
+        else await act(id);
+      }
+      return ok(failed);
+    };
+    g.post(`${prefix}/cancel_some`, some((id) => m.cancel(id)));
+    g.post(`${prefix}/delete_some`, some((id) => m.remove(id)));
+    g.post(`${prefix}/retry_some`, some((id) => m.retry(id)));
+
+    const each = (pick: (r: TaskRecord) => boolean, act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
+      for (const r of mine(req, kind).filter(pick)) await act(r.id);
+      return ok();
+    };
+    g.post(`${prefix}/clear_done`, each((r) => DONE_STATES.has(r.state), (id) => m.remove(id)));
+    g.post(`${prefix}/clear_succeeded`, each((r) => r.state === TASK_STATE.SUCCEEDED, (id) => m.remove(id)));
+    g.post(`${prefix}/retry_failed`, each((r) => r.state === TASK_STATE.FAILED, (id) => m.retry(id)));
+  };
+
+  // The auth hook guards both trees: /api/task/* needs a non-guest, /api/admin/* the admin role.
+  for (const kind of TASK_KINDS) {
+    register(app, `/api/task/${kind}`, kind);
+    register(app, `/api/admin/task/${kind}`, kind);
+  }
+};
+
+export default routes;

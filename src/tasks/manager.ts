@@ -1,0 +1,336 @@
+/**
+ * The task manager: AList's tache, as one object built by the server. Every task is a TaskRecord
+ * kept in memory and written through store.tasks on each state change (progress is written at most
+ * once per `progressSaveMs`), so a restart finds finished tasks still listed and unfinished ones
+ * either resumed from their args (kinds marked resumable) or failed with `interrupted by a restart`.
+ *
+ * Each kind has its own worker pool (a FIFO queue and a concurrency limit) and retry limit. Work
+ * runs with the creator's principal, re-read from the store at every run, so a user disabled or
+ * deleted meanwhile stops their tasks. Cancel aborts the work's AbortSignal.
+ */
+import type { Logger } from 'pino';
+import type { Accounts } from '../auth/accounts.js';
+import { principalOf } from '../auth/accounts.js';
+import type { Store } from '../store/store.js';
+import type { TaskRecord, UserRecord } from '../store/types.js';
+import { taskId } from './ids.js';
+import { DONE_STATES, KIND_DEFAULTS, TASK_KINDS, TASK_STATE as S, type KindRunner, type TaskHandle, type TaskInfo, type TaskKind } from './types.js';
+
+export const INTERRUPTED = 'interrupted by a restart';
+
+export interface TaskManagerOptions {
+  store: Store;
+  accounts: Accounts;
+  log: Logger;
+  workers?: Partial<Record<TaskKind, number>>;
+  maxRetry?: Partial<Record<TaskKind, number>>;
+  /** Wait before a retry; grows linearly with the attempt. */
+  retryDelayMs?: number;
+  progressSaveMs?: number;
+}
+
+/** Why a running task's signal was aborted: a user's cancel, or the server stopping (resume later). */
+type AbortWhy = 'cancel' | 'shutdown';
+
+interface Live {
+  ac: AbortController;
+  why?: AbortWhy;
+  done: Promise<void>;
+}
+
+interface Pool {
+  queue: string[];
+  running: number;
+  limit: number;
+}
+
+export type Creator = Pick<UserRecord, 'id' | 'username' | 'role'>;
+
+export class TaskManager {
+  private readonly tasks = new Map<string, TaskRecord>();
+  private readonly runners = new Map<TaskKind, KindRunner>();
+  private readonly pools = new Map<TaskKind, Pool>();
+  private readonly live = new Map<string, Live>();
+  private readonly lastSaved = new Map<string, number>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly writes = new Set<Promise<void>>();
+  private closed = false;
+  /** No work starts before resume(): resumed tasks need the storages loaded first. */
+  private paused = true;
+  private readonly log: Logger;
+
+  constructor(private readonly opts: TaskManagerOptions) {
+    this.log = opts.log.child({ mod: 'tasks' });
+    for (const k of TASK_KINDS) this.pools.set(k, { queue: [], running: 0, limit: Math.max(1, opts.workers?.[k] ?? KIND_DEFAULTS[k].workers) });
+  }
+
+  register(kind: TaskKind, runner: KindRunner): void {
+    this.runners.set(kind, runner);
+  }
+
+  /** Load persisted tasks: keep finished ones, queue or fail unfinished ones. Call after register(). */
+  async start(): Promise<void> {
+    for (const rec of await this.opts.store.tasks.list()) {
+      this.tasks.set(rec.id, rec);
+      if (DONE_STATES.has(rec.state)) continue;
+      const runner = this.runners.get(rec.kind as TaskKind);
+      if (runner?.resumable && rec.state !== S.CANCELING) {
+        rec.state = S.PENDING;
+        rec.status = 'resumed after a restart';
+        this.save(rec);
+        this.pools.get(rec.kind as TaskKind)?.queue.push(rec.id);
+      } else {
+        rec.state = rec.state === S.CANCELING ? S.CANCELED : S.FAILED;
+        rec.error = INTERRUPTED;
+        rec.end_time = new Date().toISOString();
+        this.save(rec);
+        await runner?.abandoned?.(rec).catch((err: unknown) => this.log.warn({ err, id: rec.id }, 'task cleanup failed'));
+      }
+    }
+  }
+
+  /** Let the workers run (server.ts calls this once the storages are loaded). */
+  resume(): void {
+    this.paused = false;
+    for (const k of TASK_KINDS) this.pump(k);
+  }
+
+  /** All records (copies), in creation order. */
+  records(): TaskRecord[] {
+    return [...this.tasks.values()].map((r) => structuredClone(r));
+  }
+
+  get(id: string): TaskRecord | undefined {
+    const r = this.tasks.get(id);
+    return r && structuredClone(r);
+  }
+
+  /** Create a task, persist it and queue it. The returned info is the state at creation (pending). */
+  async create(kind: TaskKind, creator: Creator, name: string, args: Record<string, unknown>): Promise<TaskInfo> {
+    if (this.closed) throw new Error('task manager is stopped');
+    const rec: TaskRecord = {
+      id: taskId(), kind, name, creator: creator.username, creator_id: creator.id, creator_role: creator.role,
+      state: S.PENDING, status: kind === 'upload' ? 'uploading' : '', progress: 0, start_time: null, end_time: null,
+      total_bytes: typeof args.size === 'number' ? args.size : 0, error: '', retry_count: 0, args,
+    };
+    this.tasks.set(rec.id, rec);
+    const info = toInfo(rec);
+    await this.save(rec);
+    this.pools.get(kind)!.queue.push(rec.id);
+    // Start on the next tick so the caller's reply still shows the task as created.
+    setImmediate(() => this.pump(kind));
+    return info;
+  }
+
+  /** Cancel a task and its unfinished children. Finished tasks are left as they are. */
+  async cancel(id: string): Promise<void> {
+    const rec = this.tasks.get(id);
+    if (!rec) return;
+    for (const child of this.childrenOf(id)) if (!DONE_STATES.has(child.state)) await this.cancel(child.id);
+    if (DONE_STATES.has(rec.state) || rec.state === S.CANCELING) return;
+    const live = this.live.get(id);
+    if (live) {
+      rec.state = S.CANCELING;
+      live.why = 'cancel';
+      this.save(rec);
+      live.ac.abort(new Error('canceled'));
+      return;
+    }
+    this.dequeue(rec);
+    await this.finish(rec, S.CANCELED, 'canceled');
+  }
+
+  /**
+   * Requeue a failed or canceled task with a fresh retry count, and its failed or canceled
+   * children (a resumed folder task skips children it already made). Other states: nothing to do.
+   */
+  async retry(id: string): Promise<void> {
+    const rec = this.tasks.get(id);
+    if (!rec) return;
+    for (const child of this.childrenOf(id)) await this.retry(child.id);
+    if (rec.state !== S.FAILED && rec.state !== S.CANCELED) return;
+    rec.state = S.WAITING_RETRY;
+    rec.error = '';
+    rec.retry_count = 0;
+    rec.end_time = null;
+    rec.progress = 0;
+    await this.save(rec);
+    this.enqueue(rec);
+  }
+
+  /** Forget a task (cancelling it first when it is still running). */
+  async remove(id: string): Promise<void> {
+    const rec = this.tasks.get(id);
+    if (!rec) return;
+    if (!DONE_STATES.has(rec.state)) await this.cancel(id);
+    const live = this.live.get(id);
+    if (live) await live.done;
+    this.tasks.delete(id);
+    this.lastSaved.delete(id);
+    await this.track(this.opts.store.tasks.delete(id).then(() => undefined));
+  }
+
+  /** Stop: running work is aborted and left unfinished in the store (the next start resumes it). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    const running = [...this.live.values()];
+    for (const l of running) {
+      l.why ??= 'shutdown';
+      l.ac.abort(new Error('server stopping'));
+    }
+    const bound = new Promise<void>((r) => setTimeout(r, 5000).unref());
+    await Promise.race([Promise.allSettled(running.map((l) => l.done)), bound]);
+    await Promise.allSettled([...this.writes]);
+  }
+
+  childrenOf(id: string): TaskRecord[] {
+    return [...this.tasks.values()].filter((r) => r.args.parent === id);
+  }
+
+  private dequeue(rec: TaskRecord): void {
+    const q = this.pools.get(rec.kind as TaskKind)?.queue;
+    const i = q ? q.indexOf(rec.id) : -1;
+    if (q && i >= 0) q.splice(i, 1);
+  }
+
+  private enqueue(rec: TaskRecord): void {
+    if (this.closed) return;
+    this.pools.get(rec.kind as TaskKind)!.queue.push(rec.id);
+    this.pump(rec.kind as TaskKind);
+  }
+
+  private pump(kind: TaskKind): void {
+    const pool = this.pools.get(kind)!;
+    while (!this.closed && !this.paused && pool.running < pool.limit && pool.queue.length) {
+      const rec = this.tasks.get(pool.queue.shift()!);
+      if (!rec || (rec.state !== S.PENDING && rec.state !== S.WAITING_RETRY && rec.state !== S.BEFORE_RETRY)) continue;
+      pool.running++;
+      void this.execute(rec).finally(() => {
+        pool.running--;
+        this.pump(kind);
+      });
+    }
+  }
+
+  private async execute(rec: TaskRecord): Promise<void> {
+    const runner = this.runners.get(rec.kind as TaskKind);
+    const ac = new AbortController();
+    let settle!: () => void;
+    const live: Live = { ac, done: new Promise<void>((r) => (settle = r)) };
+    this.live.set(rec.id, live);
+    rec.state = S.RUNNING;
+    rec.start_time ??= new Date().toISOString();
+    rec.error = '';
+    this.save(rec);
+    try {
+      if (!runner) throw new Error(`no worker for task kind ${rec.kind}`);
+      const user = await this.opts.accounts.byId(rec.creator_id);
+      if (!user || user.disabled) throw new Error('the task creator is deleted or disabled');
+      await runner.run(this.handle(rec, user, ac.signal));
+      if (live.why === 'shutdown') return;
+      await this.finish(rec, S.SUCCEEDED, '');
+    } catch (e) {
+      if (live.why === 'shutdown') return; // left RUNNING in the store: resumed or failed at the next start
+      const message = live.why === 'cancel' ? 'canceled' : errorText(e);
+      if (live.why === 'cancel') await this.finish(rec, S.CANCELED, message);
+      else if (rec.retry_count < (this.opts.maxRetry?.[rec.kind as TaskKind] ?? KIND_DEFAULTS[rec.kind as TaskKind]?.maxRetry ?? 0)) {
+        rec.retry_count++;
+        rec.state = S.WAITING_RETRY;
+        rec.error = message;
+        this.save(rec);
+        const t = setTimeout(() => {
+          this.timers.delete(t);
+          if (this.tasks.get(rec.id) === rec && rec.state === S.WAITING_RETRY) this.enqueue(rec);
+        }, (this.opts.retryDelayMs ?? 1000) * rec.retry_count);
+        this.timers.add(t);
+      } else {
+        rec.state = S.FAILING;
+        rec.error = message;
+        this.save(rec);
+        await this.finish(rec, S.FAILED, message);
+      }
+    } finally {
+      this.live.delete(rec.id);
+      settle();
+    }
+  }
+
+  private async finish(rec: TaskRecord, state: number, error: string): Promise<void> {
+    if (state === S.SUCCEEDED) rec.progress = 100;
+    rec.error = error;
+    rec.end_time = new Date().toISOString();
+    if (state !== S.FAILED) rec.state = state;
+    try {
+      await this.runners.get(rec.kind as TaskKind)?.finished?.(structuredClone({ ...rec, state }));
+    } catch (err) {
+      this.log.warn({ err, id: rec.id }, 'task cleanup failed');
+    }
+    rec.state = state;
+    await this.save(rec);
+  }
+
+  private handle(rec: TaskRecord, user: UserRecord, signal: AbortSignal): TaskHandle {
+    const ip = typeof rec.args.ip === 'string' ? rec.args.ip : '';
+    const creator: Creator = { id: user.id, username: user.username, role: user.role };
+    return {
+      id: rec.id,
+      kind: rec.kind as TaskKind,
+      args: rec.args,
+      ctx: { principal: principalOf(user), protocol: 'internal', ip, signal },
+      signal,
+      setStatus: (status) => {
+        if (rec.status === status) return;
+        rec.status = status;
+        this.save(rec);
+      },
+      setProgress: (p) => {
+        rec.progress = Math.max(0, Math.min(100, Number.isFinite(p) ? p : 100));
+        this.saveThrottled(rec);
+      },
+      setTotalBytes: (n) => {
+        rec.total_bytes = n;
+        this.saveThrottled(rec);
+      },
+      patchArgs: (patch) => {
+        Object.assign(rec.args, patch);
+        this.save(rec);
+      },
+      spawn: async (kind, name, args) => (await this.create(kind, creator, name, { ...args, ip, parent: rec.id })).id,
+      children: () => this.childrenOf(rec.id).map((r) => structuredClone(r)),
+    };
+  }
+
+  private saveThrottled(rec: TaskRecord): void {
+    const now = Date.now();
+    if (now - (this.lastSaved.get(rec.id) ?? 0) >= (this.opts.progressSaveMs ?? 1000)) this.save(rec);
+  }
+
+  /** Write a record (fire-and-forget safe: failures are logged, close() waits for pending writes). */
+  private save(rec: TaskRecord): Promise<void> {
+    if (this.tasks.get(rec.id) !== rec) return Promise.resolve(); // removed meanwhile
+    this.lastSaved.set(rec.id, Date.now());
+    return this.track(this.opts.store.tasks.put(structuredClone(rec)));
+  }
+
+  private track(p: Promise<void>): Promise<void> {
+    const q = p.catch((err: unknown) => this.log.error({ err }, 'persisting a task failed'));
+    this.writes.add(q);
+    void q.finally(() => this.writes.delete(q));
+    return q;
+  }
+}
+
+export function toInfo(r: TaskRecord): TaskInfo {
+  return {
+    id: r.id, name: r.name, creator: r.creator, creator_role: r.creator_role, state: r.state, status: r.status,
+    progress: r.progress, start_time: r.start_time, end_time: r.end_time, total_bytes: r.total_bytes, error: r.error,
+  };
+}
+
+export function errorText(e: unknown): string {
+  if (e instanceof Error) return e.message || e.name;
+  return String(e);
+}

@@ -1,0 +1,239 @@
+/**
+ * Offline downloads (alist-compat §12): `add` checks and creates one offline_download task per URL;
+ * that task has its tool download into DATA/temp/<tool>/<task id>/, then starts one
+ * offline_download_transfer task per top-level entry (a folder expands into child transfers), each
+ * putting its file into the target folder through the VFS with the creator's principal.
+ *
+ * Temp files: delete_policy is applied per transferred file when its task ends; a failed or
+ * cancelled download removes its folder at once; at start-up every temp folder no task refers to
+ * is swept. Downloads are not resumable (the tool's job may be gone); transfers are.
+ */
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
+import { basename as hostBase, dirname as hostDir, join as hostJoin, relative as hostRelative } from 'node:path';
+import { can, type AccessContext } from '../../auth/principal.js';
+import { VfsError } from '../../errors.js';
+import { join } from '../../paths.js';
+import type { Settings } from '../../settings/settings.js';
+import type { TaskRecord } from '../../store/types.js';
+import type { VfsApi } from '../../vfs/types.js';
+import type { TaskManager } from '../manager.js';
+import { TASK_STATE, type KindRunner, type TaskInfo } from '../types.js';
+import { fmtWhere, whereOf } from '../where.js';
+import { Aria2Tool } from './aria2.js';
+import { QbittorrentTool } from './qbittorrent.js';
+import { SimpleHttpTool } from './simple-http.js';
+import { SsrfGuard } from './ssrf.js';
+import type { DownloadJob, OfflineTool } from './tool.js';
+
+export const DELETE_POLICIES = ['delete_on_upload_succeed', 'delete_on_upload_failed', 'delete_never', 'delete_always'] as const;
+
+export interface AddRequest {
+  urls: string[];
+  path: string;
+  tool: string;
+  delete_policy: string;
+}
+
+const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/** Should the temp file go, given the policy and how its transfer ended. Unknown policy: keep (AList). */
+function shouldDelete(policy: string, succeeded: boolean): boolean {
+  if (policy === 'delete_always') return true;
+  return succeeded ? policy === 'delete_on_upload_succeed' : policy === 'delete_on_upload_failed';
+}
+
+export class Offline {
+  readonly guard: SsrfGuard;
+  private readonly tools: OfflineTool[];
+
+  constructor(
+    private readonly tasks: TaskManager,
+    private readonly vfs: VfsApi,
+    private readonly settings: Settings,
+    private readonly tempRoot: string,
+    pollMs = 1000,
+  ) {
+    this.guard = new SsrfGuard(() => settings.bool('offline_download_allow_private'));
+    const max = () => settings.number('offline_download_max_size');
+    this.tools = [new Aria2Tool(settings, pollMs), new QbittorrentTool(settings, pollMs), new SimpleHttpTool(this.guard, max)];
+  }
+
+  tool(name: string): OfflineTool | undefined {
+    return this.tools.find((t) => t.name === name);
+  }
+
+  /** Names of the tools that are ready now (the public tools list). */
+  readyTools(): string[] {
+    return this.tools.filter((t) => t.ready()).map((t) => t.name).sort();
+  }
+
+  /** Try each tool that needs a connection once, quietly (start-up; a daemon may be down). */
+  async initQuietly(): Promise<void> {
+    await Promise.allSettled(this.tools.filter((t) => !t.ready()).map((t) => t.init()));
+  }
+
+  /** set_aria2: save, connect; resolves to aria2's version. */
+  async setAria2(uri: string, secret: string): Promise<string> {
+    await this.settings.save({ aria2_uri: uri, aria2_secret: secret });
+    return this.tool('aria2')!.init();
+  }
+
+  /** set_qbit: save and try to log in (AList answers "ok" either way). */
+  async setQbit(url: string, seedtime: string): Promise<void> {
+    await this.settings.save({ qbittorrent_url: url, qbittorrent_seedtime: seedtime });
+    await this.tool('qBittorrent')!.init().catch(() => undefined);
+  }
+
+  /** POST /api/fs/add_offline_download. Errors are VfsErrors or Errors carrying AList's message. */
+  async add(ctx: AccessContext, req: AddRequest): Promise<TaskInfo[]> {
+    const p = ctx.principal;
+    if (!can.offlineDownload(p)) throw new VfsError('FORBIDDEN');
+    const storage = await this.vfs.storageOf(ctx, req.path);
+    if (!storage || !storage.capabilities.canPut) throw new VfsError('NOT_SUPPORTED', 'upload not supported');
+    if (!(await this.vfs.facts(ctx, req.path)).write) throw new VfsError('READ_ONLY');
+    const target = await this.vfs.stat(ctx, req.path).catch((e: unknown) => (e instanceof VfsError && e.code === 'NOT_FOUND' ? undefined : Promise.reject(e)));
+    if (target && !target.isDir) throw new VfsError('NOT_A_DIR');
+    const tool = this.tool(req.tool);
+    if (!tool) throw new VfsError('NOT_FOUND', `failed get tool: tool ${req.tool} not found`);
+    if (!tool.ready()) {
+      try {
+        await tool.init();
+      } catch (e) {
+        throw new VfsError('UPSTREAM', `failed init tool ${req.tool}: ${(e as Error).message}`);
+      }
+    }
+    const urls: URL[] = [];
+    for (const raw of req.urls) {
+      let url: URL;
+      try {
+        url = new URL(raw.trim());
+      } catch {
+        throw new VfsError('INVALID', `invalid url: ${raw}`);
+      }
+      if (!tool.schemes.includes(url.protocol)) throw new VfsError('INVALID', `tool ${tool.name} does not support ${url.protocol} URLs`);
+      await this.guard.checkUrl(url);
+      urls.push(url);
+    }
+    const dstFull = join(p.basePath, req.path);
+    const creator = { id: p.userId, username: p.username, role: p.role };
+    const out: TaskInfo[] = [];
+    for (const url of urls) {
+      const args = { url: url.href, dst: req.path, tool: tool.name, delete_policy: req.delete_policy, ip: ctx.ip };
+      out.push(await this.tasks.create('offline_download', creator, `download ${url.href} to (${dstFull})`, args));
+    }
+    return out;
+  }
+
+  private dirOf(rec: { id: string; args: Record<string, unknown> }): string {
+    return hostJoin(this.tempRoot, str(rec.args.tool) || 'SimpleHttp', rec.id);
+  }
+
+  downloadRunner(): KindRunner {
+    return {
+      resumable: false,
+      run: async (t) => {
+        const tool = this.tool(str(t.args.tool));
+        if (!tool) throw new Error(`failed get tool: tool ${str(t.args.tool)} not found`);
+        if (!tool.ready()) await tool.init();
+        const url = new URL(str(t.args.url));
+        await this.guard.checkUrl(url);
+        const dir = this.dirOf(t);
+        await mkdir(dir, { recursive: true, mode: 0o700 });
+        const job: DownloadJob = {
+          id: t.id, url, dir, signal: t.signal, args: t.args, patch: t.patchArgs,
+          report: (status, progress, total) => {
+            t.setStatus(`[${tool.name}]: ${status}`);
+            t.setProgress(progress);
+            if (total !== undefined) t.setTotalBytes(total);
+          },
+        };
+        await tool.download(job);
+        t.setStatus('offline download completed, maybe transferring');
+        const names = await readdir(dir);
+        if (names.length === 0) throw new Error('the download produced no file');
+        const dst = str(t.args.dst);
+        const dstWhere = fmtWhere(await whereOf(this.vfs, t.ctx, dst));
+        for (const n of names) {
+          const src = hostJoin(dir, n);
+          await t.spawn('offline_download_transfer', `transfer [](${hostRelative(this.tempRoot, src)}) to ${dstWhere}`, {
+            src, dst, root: dir, delete_policy: str(t.args.delete_policy),
+          });
+        }
+        await tool.afterComplete?.(job, t.setStatus);
+      },
+      // A download that ends without having started transfers leaves nothing worth keeping.
+      finished: async (rec) => {
+        if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
+      },
+      abandoned: async (rec) => {
+        await this.tool(str(rec.args.tool))?.forget?.(rec.args);
+        if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
+      },
+    };
+  }
+
+  transferRunner(): KindRunner {
+    return {
+      resumable: true,
+      run: async (t) => {
+        const src = str(t.args.src);
+        const dst = str(t.args.dst);
+        const st = await stat(src);
+        const name = hostBase(src);
+        if (st.isDirectory()) {
+          const target = join(dst, name);
+          await this.vfs.mkdir(t.ctx, target);
+          const started = new Set(t.children().map((c) => c.args.src));
+          const dstWhere = fmtWhere(await whereOf(this.vfs, t.ctx, target));
+          for (const n of await readdir(src)) {
+            const child = hostJoin(src, n);
+            if (started.has(child)) continue;
+            await t.spawn('offline_download_transfer', `transfer [](${hostRelative(this.tempRoot, child)}) to ${dstWhere}`, {
+              src: child, dst: target, root: t.args.root, delete_policy: t.args.delete_policy,
+            });
+          }
+          return;
+        }
+        t.setTotalBytes(st.size);
+        const body = createReadStream(src);
+        try {
+          await this.vfs.put(t.ctx, join(dst, name), body, {
+            size: st.size, modified: st.mtime, overwrite: true, onProgress: (b) => t.setProgress(st.size ? (b * 100) / st.size : 100),
+          });
+        } finally {
+          body.destroy();
+        }
+      },
+      finished: (rec) => this.afterTransfer(rec),
+    };
+  }
+
+  /** Apply delete_policy to a transferred file, then remove folders it left empty up to the task's temp root. */
+  private async afterTransfer(rec: TaskRecord): Promise<void> {
+    const src = str(rec.args.src);
+    const root = str(rec.args.root);
+    if (!src || !root || !src.startsWith(root)) return;
+    const st = await stat(src).catch(() => undefined);
+    if (st?.isFile() && shouldDelete(str(rec.args.delete_policy), rec.state === TASK_STATE.SUCCEEDED)) await rm(src, { force: true });
+    for (let dir = st?.isDirectory() ? src : hostDir(src); dir.startsWith(root); dir = hostDir(dir)) {
+      if (!(await rmdir(dir).then(() => true, () => false))) break; // not empty (or gone): stop climbing
+    }
+  }
+
+  /** Start-up: remove temp folders that no task refers to (crash leftovers). */
+  async sweep(): Promise<void> {
+    const keep = new Set<string>();
+    for (const r of this.tasks.records()) {
+      if (r.kind === 'offline_download') keep.add(this.dirOf(r));
+      if (r.kind === 'offline_download_transfer') keep.add(str(r.args.root));
+    }
+    for (const tool of this.tools) {
+      const base = hostJoin(this.tempRoot, tool.name);
+      for (const id of await readdir(base).catch(() => [] as string[])) {
+        const dir = hostJoin(base, id);
+        if (!keep.has(dir)) await rm(dir, { recursive: true, force: true });
+      }
+    }
+  }
+}

@@ -1,0 +1,47 @@
+/** The contract of an offline download tool (aria2, qBittorrent, SimpleHttp). */
+
+export interface DownloadJob {
+  /** The task id (tools tag their own jobs with it). */
+  id: string;
+  url: URL;
+  /** Host folder the tool downloads into (DATA/temp/<tool>/<task id>). */
+  dir: string;
+  signal: AbortSignal;
+  /** The task's args: a tool keeps its job handle here (gid, hash) through patch(). */
+  args: Record<string, unknown>;
+  patch(p: Record<string, unknown>): void;
+  /** `status` is the tool's own state word; progress 0..100. */
+  report(status: string, progress: number, totalBytes?: number): void;
+}
+
+export interface OfflineTool {
+  readonly name: string;
+  /** URL schemes the tool accepts (`http:`...). */
+  readonly schemes: readonly string[];
+  /** Last init succeeded (or the tool needs none). */
+  ready(): boolean;
+  /** Connect / check; resolves to a version text, throws with the reason otherwise. */
+  init(): Promise<string>;
+  /** Download into job.dir; resolves when complete. Must stop promptly when the signal aborts. */
+  download(job: DownloadJob): Promise<void>;
+  /** After transfers were started: seeding wait and removal from the tool (qBittorrent). */
+  afterComplete?(job: DownloadJob, setStatus: (s: string) => void): Promise<void>;
+  /** Best effort: drop the job from the tool (the task will not run again). */
+  forget?(args: Record<string, unknown>): Promise<void>;
+}
+
+/** Sleep that ends early (rejecting) when the signal aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

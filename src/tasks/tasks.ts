@@ -1,0 +1,66 @@
+/**
+ * The task service of one treegate instance (Core.tasks): the manager with every kind registered,
+ * plus the entry points adapters call: copy (cross-storage fs/copy), upload (As-Task uploads) and
+ * offline (add_offline_download, tool settings). Built and started by server.ts, closed on stop.
+ */
+import { join as hostJoin } from 'node:path';
+import type { Logger } from 'pino';
+import type { Accounts } from '../auth/accounts.js';
+import type { AccessContext } from '../auth/principal.js';
+import type { Settings } from '../settings/settings.js';
+import type { Store } from '../store/store.js';
+import type { VfsApi } from '../vfs/types.js';
+import { copyRunner, startCopy } from './copy.js';
+import { TaskManager, type TaskManagerOptions } from './manager.js';
+import { Offline } from './offline/offline.js';
+import type { TaskInfo } from './types.js';
+import { Uploads } from './upload.js';
+
+export interface TasksOptions {
+  store: Store;
+  accounts: Accounts;
+  settings: Settings;
+  vfs: VfsApi;
+  log: Logger;
+  /** Host folder for temp files (config temp_dir, else DATA/temp). */
+  tempDir: string;
+  workers?: TaskManagerOptions['workers'];
+  /** How often aria2 / qBittorrent are polled. */
+  pollMs?: number;
+}
+
+export class Tasks {
+  readonly manager: TaskManager;
+  readonly uploads: Uploads;
+  readonly offline: Offline;
+
+  private constructor(private readonly opts: TasksOptions) {
+    this.manager = new TaskManager({ store: opts.store, accounts: opts.accounts, log: opts.log, workers: opts.workers });
+    this.uploads = new Uploads(this.manager, opts.vfs, opts.tempDir);
+    this.offline = new Offline(this.manager, opts.vfs, opts.settings, hostJoin(opts.tempDir), opts.pollMs);
+    this.manager.register('copy', copyRunner(opts.vfs));
+    this.manager.register('upload', this.uploads.runner());
+    this.manager.register('offline_download', this.offline.downloadRunner());
+    this.manager.register('offline_download_transfer', this.offline.transferRunner());
+  }
+
+  /** Build, sweep temp leftovers, load persisted tasks (resuming what can be resumed). */
+  static async start(opts: TasksOptions): Promise<Tasks> {
+    const t = new Tasks(opts);
+    await t.uploads.sweep();
+    await t.manager.start();
+    await t.offline.sweep();
+    // Daemons may be down at start-up: find out in the background, never block start-up on them.
+    void t.offline.initQuietly();
+    return t;
+  }
+
+  /** Copy `src` to the full path `dst` as a task (fs/copy across storages). */
+  copy(ctx: AccessContext, src: string, dst: string): Promise<TaskInfo> {
+    return startCopy(this.manager, this.opts.vfs, ctx, src, dst);
+  }
+
+  close(): Promise<void> {
+    return this.manager.close();
+  }
+}

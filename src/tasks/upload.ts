@@ -1,0 +1,95 @@
+/**
+ * As-Task uploads (alist-compat §10): the request body is first spooled to a temp file, the reply
+ * carries the task (state 0, `uploading`), and a worker then puts the file through the VFS. The
+ * temp file goes on every outcome. Not resumable: a restart fails the task (`interrupted by a
+ * restart`) and removes its temp file, since the client has long been told "accepted".
+ */
+import { randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rm, stat } from 'node:fs/promises';
+import { join as hostJoin } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { AccessContext } from '../auth/principal.js';
+import { VfsError } from '../errors.js';
+import { basename, parent } from '../paths.js';
+import type { TaskRecord } from '../store/types.js';
+import type { PutOptions, VfsApi } from '../vfs/types.js';
+import type { TaskManager } from './manager.js';
+import type { KindRunner, TaskInfo } from './types.js';
+import { fmtWhere, whereOf } from './where.js';
+
+export interface UploadRequest {
+  path: string;
+  size?: number;
+  modified?: Date;
+  overwrite?: boolean;
+  hashes?: Record<string, string>;
+}
+
+const tempOf = (rec: TaskRecord) => (typeof rec.args.tmp === 'string' ? rec.args.tmp : undefined);
+
+export class Uploads {
+  constructor(private readonly tasks: TaskManager, private readonly vfs: VfsApi, private readonly tempRoot: string) {}
+
+  runner(): KindRunner {
+    const cleanup = async (rec: TaskRecord) => {
+      const tmp = tempOf(rec);
+      if (tmp) await rm(tmp, { force: true });
+    };
+    return {
+      resumable: false,
+      run: async (t) => {
+        const a = t.args;
+        const tmp = String(a.tmp);
+        const size = typeof a.size === 'number' ? a.size : undefined;
+        const opts: PutOptions = {
+          size,
+          modified: typeof a.modified === 'string' ? new Date(a.modified) : undefined,
+          overwrite: a.overwrite !== false,
+          hashes: (a.hashes as Record<string, string> | undefined) ?? undefined,
+          onProgress: (b) => t.setProgress(size ? (b * 100) / size : 0),
+        };
+        await this.vfs.put(t.ctx, String(a.path), createReadStream(tmp), opts);
+      },
+      finished: cleanup,
+      abandoned: cleanup,
+    };
+  }
+
+  /** Sweep temp files left by a crash (called at start, before tasks resume). */
+  async sweep(): Promise<void> {
+    await rm(hostJoin(this.tempRoot, 'upload'), { recursive: true, force: true });
+  }
+
+  /**
+   * Check what can be checked now (storage accepts uploads, write permission, existing target),
+   * spool the body, then create the task. Errors are VfsErrors like a direct vfs.put's.
+   */
+  async start(ctx: AccessContext, body: Readable, req: UploadRequest): Promise<TaskInfo> {
+    const dir = parent(req.path);
+    const storage = await this.vfs.storageOf(ctx, dir);
+    if (!storage || !storage.capabilities.canPut) throw new VfsError('NOT_SUPPORTED', 'upload not supported');
+    if (!(await this.vfs.facts(ctx, dir)).write) throw new VfsError('READ_ONLY');
+    if (req.overwrite === false) {
+      const exists = await this.vfs.stat(ctx, req.path).then(() => true, (e: unknown) => (e instanceof VfsError && e.code === 'NOT_FOUND' ? false : Promise.reject(e)));
+      if (exists) throw new VfsError('EXISTS', 'file exists');
+    }
+    const spool = hostJoin(this.tempRoot, 'upload');
+    await mkdir(spool, { recursive: true, mode: 0o700 });
+    const tmp = hostJoin(spool, randomBytes(12).toString('hex'));
+    try {
+      await pipeline(body, createWriteStream(tmp, { mode: 0o600 }), { signal: ctx.signal });
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e instanceof VfsError ? e : new VfsError('UPSTREAM', 'upload interrupted', { cause: e });
+    }
+    const size = req.size ?? (await stat(tmp)).size;
+    const p = ctx.principal;
+    const name = `upload ${basename(req.path)} to ${fmtWhere(await whereOf(this.vfs, ctx, dir))}`;
+    return this.tasks.create('upload', { id: p.userId, username: p.username, role: p.role }, name, {
+      path: req.path, tmp, size, modified: req.modified?.toISOString(), overwrite: req.overwrite !== false,
+      hashes: req.hashes, ip: ctx.ip,
+    });
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * qBittorrent as an offline download tool, with a real qbittorrent-nox (4.5) on loopback. No
+ * tracker or peer is needed: the torrent, served by a local HTTP server, names that same server as
+ * its HTTP web seed (BEP 19), so libtorrent downloads the payload from it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { TestServer } from './harness.js';
+import { ok, startRestServer } from './fs-helpers.js';
+import { settle, until } from './tasks-helpers.js';
+import { freePort, startFileServer, webSeedTorrent, type FileServer } from './offline-helpers.js';
+import type { TaskInfo } from '../src/tasks/types.js';
+
+let ts: TestServer;
+let admin: string;
+let web: FileServer;
+let qbit: ChildProcess | undefined;
+let profile = '';
+let port = 0;
+const payload = randomBytes(200 * 1024 + 123);
+
+beforeAll(async () => {
+  web = await startFileServer({});
+  // The torrent points at the web seed `<server>/ws/` + its name.
+  const torrent = webSeedTorrent('payload.bin', payload, `${web.url}/ws/`);
+  profile = await mkdtemp(join(tmpdir(), 'treegate-qbt-'));
+  // qBittorrent 4.5 has no --confirm-legal-notice: accept it in the profile's config instead.
+  await mkdir(join(profile, 'qBittorrent', 'config'), { recursive: true });
+  await writeFile(join(profile, 'qBittorrent', 'config', 'qBittorrent.conf'), '[LegalNotice]\nAccepted=true\n');
+  port = await freePort();
+  qbit = spawn('qbittorrent-nox', [`--profile=${profile}`, `--webui-port=${port}`], { stdio: 'ignore' });
+  qbit.once('error', (e) => { throw new Error(`qbittorrent-nox missing (apt-get install -y qbittorrent-nox): ${e.message}`); });
+  await until('qBittorrent WebUI', async () => (await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => undefined)), 20_000);
+  ts = await startRestServer();
+  admin = await ts.login();
+  web.server.removeAllListeners('request');
+  web.server.on('request', (req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    web.hits.push(path);
+    if (path === '/t.torrent') return res.writeHead(200, { 'content-type': 'application/x-bittorrent' }).end(torrent);
+    if (path !== '/ws/payload.bin') return res.writeHead(404).end();
+    const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    const start = m ? Number(m[1]) : 0;
+    const end = m && m[2] ? Math.min(Number(m[2]), payload.length - 1) : payload.length - 1;
+    res.writeHead(m ? 206 : 200, { 'content-length': end - start + 1, 'accept-ranges': 'bytes', ...(m ? { 'content-range': `bytes ${start}-${end}/${payload.length}` } : {}) });
+    res.end(payload.subarray(start, end + 1));
+  });
+}, 60_000);
+
+afterAll(async () => {
+  qbit?.kill('SIGKILL');
+  await web?.close();
+  await ts?.close();
+  if (profile) await rm(profile, { recursive: true, force: true });
+});
+
+it('set_qbit answers ok and makes qBittorrent a ready tool', async () => {
+  const r = await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://admin:adminadmin@127.0.0.1:${port}/`, seedtime: '0' } });
+  expect(r).toEqual({ code: 200, message: 'success', data: 'ok' });
+  expect((await ts.api<string[]>('/api/public/offline_download_tools')).data).toContain('qBittorrent');
+});
+
+it('adds a torrent by URL, tags it, downloads it from its web seed, transfers it and removes it from qBittorrent', async () => {
+  ok(await ts.api('/api/admin/setting/save', { token: admin, body: [{ key: 'offline_download_allow_private', value: 'true' }] }));
+  const r = await ts.api<{ tasks: TaskInfo[] }>('/api/fs/add_offline_download', {
+    token: admin, body: { urls: [`${web.url}/t.torrent`], path: '/bt', tool: 'qBittorrent', delete_policy: 'delete_always' },
+  });
+  ok(r);
+  const id = r.data!.tasks[0]!.id;
+
+  // While it runs, qBittorrent lists it under our tag with the task's temp folder as save path.
+  const login = await fetch(`http://127.0.0.1:${port}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
+  const sid = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+  const listed = async () => (await (await fetch(`http://127.0.0.1:${port}/api/v2/torrents/info?tag=treegate-${id}`, { headers: { cookie: sid } })).json()) as Array<{ save_path: string }>;
+  const seen = await until('the torrent in qBittorrent', async () => {
+    const l = await listed();
+    if (l.length) return l;
+    const t = (await ts.api<TaskInfo[]>('/api/task/offline_download/done', { token: admin })).data!;
+    return t.length ? [] : undefined; // finished before we looked
+  }, 30_000, 100);
+  if (seen.length) expect(seen[0]!.save_path.replace(/\/$/, '')).toBe(join(ts.dataDir, 'temp', 'qBittorrent', id));
+
+  const done = await settle(ts, admin, 'offline_download', 90_000);
+  expect(done[0]).toMatchObject({ id, state: 2, error: '' });
+  const transfers = await settle(ts, admin, 'offline_download_transfer');
+  expect(transfers.map((t) => t.state)).toEqual([2]);
+  expect((await readFile(join(ts.dataDir, 'storage', 'bt', 'payload.bin'))).equals(payload)).toBe(true);
+  expect(web.hits).toContain('/ws/payload.bin');
+  expect(await listed()).toEqual([]); // seedtime 0: removed right after completion
+  expect(await readdir(join(ts.dataDir, 'temp', 'qBittorrent', id)).catch(() => 'gone')).toBe('gone'); // delete_always
+});

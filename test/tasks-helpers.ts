@@ -1,0 +1,57 @@
+/** Helpers for the task and offline download tests (not a test file itself). */
+import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import type { TestServer } from './harness.js';
+import type { TaskInfo } from '../src/tasks/types.js';
+
+export type Api = Pick<TestServer, 'api'>;
+
+/** Mount a second Local storage at `mount`, rooted at a fresh temp folder; returns that folder. */
+export async function addLocalStorage(ts: Api, admin: string, mount: string): Promise<string> {
+  const root = await mkdtemp(join(tmpdir(), 'treegate-st-'));
+  const r = await ts.api('/api/admin/storage/create', {
+    token: admin,
+    body: { mount_path: mount, driver: 'Local', order: 0, addition: JSON.stringify({ root_folder_path: root }), cache_expiration: 0 },
+  });
+  expect(r.code, JSON.stringify(r)).toBe(200);
+  return root;
+}
+
+/** Write `n` small files with distinct contents into a host folder. */
+export async function makeFiles(dir: string, n: number): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  for (let i = 0; i < n; i++) await writeFile(join(dir, `f${String(i).padStart(3, '0')}.txt`), `file ${i} ${'x'.repeat(i % 97)}\n`);
+}
+
+/** name → sha256 of every file directly in a host folder. */
+export async function checksums(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const n of (await readdir(dir)).sort()) out[n] = createHash('sha256').update(await readFile(join(dir, n))).digest('hex');
+  return out;
+}
+
+export async function tasksOf(ts: Api, token: string, kind: string, which: 'undone' | 'done', admin = false): Promise<TaskInfo[]> {
+  const r = await ts.api<TaskInfo[]>(`/api/${admin ? 'admin/' : ''}task/${kind}/${which}`, { token });
+  expect(r.code, JSON.stringify(r)).toBe(200);
+  return r.data!;
+}
+
+/** Poll until `check` returns a value (not undefined), bounded in time. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Wait until a kind has no undone task; returns the done list. */
+export async function settle(ts: Api, token: string, kind: string, timeoutMs = 60_000): Promise<TaskInfo[]> {
+  await until(`${kind} tasks to finish`, async () => ((await tasksOf(ts, token, kind, 'undone')).length === 0 ? true : undefined), timeoutMs, 150);
+  return tasksOf(ts, token, kind, 'done');
+}

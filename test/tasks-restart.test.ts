@@ -1,0 +1,122 @@
+/**
+ * A treegate killed with SIGKILL in the middle of a folder copy: after a restart on the same data
+ * dir every task is still listed (finished ones as they were, unfinished ones resumed), the copy
+ * completes with equal checksums and the source is intact.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
+import type { Envelope } from '../protocols/rest/envelope.js';
+import { addLocalStorage, checksums, makeFiles, settle, tasksOf, until, type Api } from './tasks-helpers.js';
+import { startFileServer, type FileServer } from './offline-helpers.js';
+import type { TaskRecord } from '../src/store/types.js';
+import type { TaskInfo } from '../src/tasks/types.js';
+
+const ROOT = resolve(import.meta.dirname, '..');
+let child: ChildProcess | undefined;
+let ts: TestServer | undefined;
+let dataDir = '';
+let web: FileServer | undefined;
+let bRoot = '';
+
+afterAll(async () => {
+  if (child && child.exitCode === null) child.kill('SIGKILL');
+  await ts?.close();
+  await web?.close();
+  if (bRoot) await rm(bRoot, { recursive: true, force: true });
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+/** Start src/server.ts in a child process (vite-node runs the TypeScript); resolves to its port. */
+function startChild(data: string): Promise<number> {
+  child = spawn(process.execPath, [join(ROOT, 'node_modules/vite-node/vite-node.mjs'), join(ROOT, 'test/tasks-child-server.ts')], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_DATA: data, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: '0',
+      TREEGATE_SFTP_ENABLE: 'false', TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, TREEGATE_LOG_LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((res, rej) => {
+    let out = '';
+    const timer = setTimeout(() => rej(new Error(`child did not start: ${out}`)), 60_000);
+    child!.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+      const m = /PORT (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        res(Number(m[1]));
+      }
+    });
+    child!.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    child!.once('exit', (code) => rej(new Error(`child exited (${code}): ${out}`)));
+  });
+}
+
+function apiAt(url: string): Api {
+  return {
+    api: async <T>(path: string, o: { body?: unknown; token?: string } = {}) => {
+      const res = await fetch(url + path, {
+        method: o.body === undefined ? 'GET' : 'POST',
+        headers: { ...(o.token ? { authorization: o.token } : {}), 'content-type': 'application/json' },
+        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+      });
+      return (await res.json()) as Envelope<T>;
+    },
+  } as Api;
+}
+
+it('lists every task after a kill -9 and a restart, resumes the copy and leaves the source intact', async () => {
+  dataDir = await mkdtemp(join(tmpdir(), 'treegate-kill-'));
+  const port = await startChild(dataDir);
+  const a = apiAt(`http://127.0.0.1:${port}`);
+  const login = await a.api<{ token: string }>('/api/auth/login', { body: { username: 'admin', password: ADMIN_PASSWORD } });
+  const admin = login.data!.token;
+  bRoot = await addLocalStorage(a, admin, '/b');
+  const srcHost = join(dataDir, 'storage', 'src');
+  await makeFiles(srcHost, 200);
+  const original = await checksums(srcHost);
+
+  // An offline download that never ends: running when the process dies, it cannot be resumed.
+  web = await startFileServer({});
+  await a.api('/api/admin/setting/save', { token: admin, body: [{ key: 'offline_download_allow_private', value: 'true' }] });
+  const dl = await a.api<{ tasks: TaskInfo[] }>('/api/fs/add_offline_download', {
+    token: admin, body: { urls: [`${web.url}/endless`], path: '/dl', tool: 'SimpleHttp', delete_policy: 'delete_never' },
+  });
+  expect(dl.code, JSON.stringify(dl)).toBe(200);
+  const dlId = dl.data!.tasks[0]!.id;
+  await until('the download running', async () => ((await tasksOf(a, admin, 'offline_download', 'undone'))[0]?.progress === 0 && web!.hits.length ? true : undefined));
+
+  const r = await a.api<{ tasks: TaskInfo[] }>('/api/fs/copy', { token: admin, body: { src_dir: '/', dst_dir: '/b', names: ['src'] } });
+  expect(r.code, JSON.stringify(r)).toBe(200);
+  await until('a few files copied', async () => {
+    const n = (await tasksOf(a, admin, 'copy', 'done')).length;
+    return n >= 5 ? n : undefined;
+  }, 30_000, 10);
+  child!.kill('SIGKILL');
+  await new Promise((res) => (child!.exitCode !== null ? res(null) : child!.once('exit', res)));
+
+  // What the dead process left on disk: the store holds both finished and unfinished tasks.
+  const stored = (JSON.parse(await readFile(join(dataDir, 'store.json'), 'utf8')) as { tasks: TaskRecord[] }).tasks;
+  expect(stored.some((t) => t.state === 2)).toBe(true);
+  expect(stored.some((t) => t.state !== 2)).toBe(true);
+
+  ts = await startTestServer({ dataDir, env: { TREEGATE_SFTP_ENABLE: 'false' } });
+  const admin2 = await ts.login();
+  const listed: TaskInfo[] = [];
+  for (const kind of ['copy', 'offline_download']) for (const which of ['undone', 'done'] as const) listed.push(...(await tasksOf(ts, admin2, kind, which)));
+  const ids = new Set(listed.map((t) => t.id));
+  expect(stored.filter((t) => !ids.has(t.id)).map((t) => t.name)).toEqual([]);
+  const done = await settle(ts, admin2, 'copy');
+  expect(done.filter((t) => t.state !== 2).map((t) => `${t.name}: ${t.error}`)).toEqual([]);
+  expect(done.length).toBe(201);
+  expect(await checksums(join(bRoot, 'src'))).toEqual(original);
+  expect(await checksums(srcHost)).toEqual(original);
+
+  const failed = (await tasksOf(ts, admin2, 'offline_download', 'done')).find((t) => t.id === dlId);
+  expect(failed).toMatchObject({ state: 7, error: 'interrupted by a restart' });
+  expect(await readFile(join(dataDir, 'temp', 'SimpleHttp', dlId)).catch((e: NodeJS.ErrnoException) => e.code)).toBe('ENOENT');
+});
