@@ -1,0 +1,193 @@
+#!/usr/bin/env node
+/**
+ * WebDAV benchmark (run by hand, not a test): treegate vs nginx's dav module vs `rclone serve
+ * webdav`, in one run on loopback, each serving its own copy of the same data.
+ *
+ *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000]
+ *
+ * Measures GET and PUT of a 1 GiB file (curl), a Depth-1 PROPFIND of a 10,000-entry folder (curl,
+ * best of 3) and 1,000 sequential PUTs of 1 KiB (one keep-alive connection); prints the figures,
+ * treegate's ratios to nginx and treegate's peak RSS (VmHWM). Needs nginx,
+ * libnginx-mod-http-dav-ext, rclone and curl (apt-get install -y nginx libnginx-mod-http-dav-ext rclone curl).
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { link, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const arg = (name, def) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : def;
+};
+const SIZE_MIB = arg('size-mib', 1024);
+const ENTRIES = arg('entries', 10_000);
+const PUTS = arg('puts', 1000);
+const USER = 'admin';
+const PASS = 'bench-password-123';
+const CLI = resolve(import.meta.dirname, '../dist/src/cli.js');
+const NGINX_DAV_EXT = '/usr/lib/nginx/modules/ngx_http_dav_ext_module.so';
+
+for (const [bin, pkg] of [['nginx', 'nginx'], ['rclone', 'rclone'], ['curl', 'curl']]) {
+  try {
+    execFileSync('sh', ['-c', `command -v ${bin}`]);
+  } catch {
+    throw new Error(`${bin} missing: apt-get install -y ${pkg}`);
+  }
+}
+if (!existsSync(NGINX_DAV_EXT)) throw new Error('apt-get install -y libnginx-mod-http-dav-ext');
+if (!existsSync(CLI)) throw new Error('build first: npm run build');
+
+const freePort = () =>
+  new Promise((res) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => res(port));
+    });
+  });
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const children = [];
+function start(cmd, args, opts = {}) {
+  const c = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+  let out = '';
+  c.stdout.on('data', (b) => (out += b));
+  c.stderr.on('data', (b) => (out += b));
+  children.push(c);
+  c.output = () => out;
+  return c;
+}
+async function waitHttp(url, ms = 20_000) {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const ok = await new Promise((r) => http.get(url, (res) => (res.resume(), r(true))).on('error', () => r(false)));
+    if (ok) return;
+    await sleep(100);
+  }
+  throw new Error(`${url} did not come up`);
+}
+function curlTime(args) {
+  const out = execFileSync('curl', ['-sS', '-o', '/dev/null', '-u', `${USER}:${PASS}`, '-w', '%{time_total} %{http_code}', ...args], { maxBuffer: 1 << 20 });
+  const [t, code] = String(out).trim().split(' ');
+  if (!/^2\d\d$/.test(code)) throw new Error(`curl ${args.join(' ')}: HTTP ${code}`);
+  return Number(t);
+}
+async function smallPuts(base, n) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const auth = 'Basic ' + Buffer.from(`${USER}:${PASS}`).toString('base64');
+  const body = Buffer.alloc(1024, 120);
+  const u = new URL(base);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    await new Promise((res, rej) => {
+      const r = http.request(
+        { host: u.hostname, port: u.port, path: `${u.pathname}small/f${i}.bin`, method: 'PUT', agent, headers: { authorization: auth, 'content-length': body.length } },
+        (resp) => {
+          resp.resume();
+          resp.on('end', () => (resp.statusCode < 300 ? res() : rej(new Error(`PUT ${resp.statusCode}`))));
+        },
+      );
+      r.on('error', rej);
+      r.end(body);
+    });
+  }
+  agent.destroy();
+  return (performance.now() - t0) / 1000;
+}
+function mkcol(url) {
+  execFileSync('curl', ['-sS', '-o', '/dev/null', '-u', `${USER}:${PASS}`, '-X', 'MKCOL', url]);
+}
+
+const work = await mkdtemp(join(tmpdir(), 'tg-bench-'));
+process.on('exit', () => children.forEach((c) => c.exitCode === null && c.kill('SIGTERM')));
+try {
+  console.log(`preparing ${SIZE_MIB} MiB file and ${ENTRIES} entries in ${work} ...`);
+  const big = join(work, 'big.bin');
+  execFileSync('sh', ['-c', `head -c ${SIZE_MIB}M /dev/urandom > ${big}`]);
+  async function seed(root) {
+    await mkdir(join(root, 'many'), { recursive: true });
+    await link(big, join(root, 'big.bin'));
+    for (let i = 0; i < ENTRIES; i += 500) {
+      await Promise.all(Array.from({ length: Math.min(500, ENTRIES - i) }, (_, j) => writeFile(join(root, 'many', `entry-${i + j}.txt`), '')));
+    }
+  }
+
+  // treegate (built CLI, own data dir; Local storage at / is DATA/storage)
+  const tgData = join(work, 'tg');
+  await mkdir(tgData);
+  const tgPort = await freePort();
+  const tgEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: String(tgPort), TREEGATE_SFTP_ENABLE: 'false', TREEGATE_ADMIN_PASSWORD: PASS, TREEGATE_LOG_LEVEL: 'info' };
+  const tg = start(process.execPath, [CLI, 'server', '--data', tgData], { env: tgEnv });
+  await waitHttp(`http://127.0.0.1:${tgPort}/ping`);
+  await seed(join(tgData, 'storage'));
+
+  // nginx with the dav and dav-ext modules, {SHA} htpasswd
+  const ngRoot = join(work, 'ng-root');
+  await seed(ngRoot);
+  const ngPort = await freePort();
+  const sha = createHash('sha1').update(PASS).digest('base64');
+  await writeFile(join(work, 'htpasswd'), `${USER}:{SHA}${sha}\n`);
+  await mkdir(join(work, 'ng-tmp'));
+  await writeFile(
+    join(work, 'nginx.conf'),
+    `load_module ${NGINX_DAV_EXT};
+user root root; daemon off; worker_processes 1; pid ${work}/nginx.pid; error_log ${work}/nginx-error.log;
+events { worker_connections 256; }
+http {
+  access_log ${work}/nginx-access.log; sendfile on; client_body_temp_path ${work}/ng-tmp;
+  proxy_temp_path ${work}/ng-tmp; fastcgi_temp_path ${work}/ng-tmp; uwsgi_temp_path ${work}/ng-tmp; scgi_temp_path ${work}/ng-tmp;
+  server {
+    listen 127.0.0.1:${ngPort};
+    root ${ngRoot};
+    client_max_body_size 0;
+    location / {
+      auth_basic "bench"; auth_basic_user_file ${work}/htpasswd;
+      dav_methods PUT DELETE MKCOL COPY MOVE; dav_ext_methods PROPFIND OPTIONS LOCK UNLOCK;
+      create_full_put_path on;
+    }
+  }
+}
+`,
+  );
+  start('nginx', ['-c', join(work, 'nginx.conf'), '-e', join(work, 'nginx-error.log')]);
+  await waitHttp(`http://127.0.0.1:${ngPort}/`);
+
+  // rclone serve webdav
+  const rcRoot = join(work, 'rc-root');
+  await seed(rcRoot);
+  const rcPort = await freePort();
+  start('rclone', ['serve', 'webdav', rcRoot, '--addr', `127.0.0.1:${rcPort}`, '--user', USER, '--pass', PASS, '--config', '/dev/null']);
+  await waitHttp(`http://127.0.0.1:${rcPort}/`);
+
+  const servers = [
+    { name: 'treegate', base: `http://127.0.0.1:${tgPort}/dav/` },
+    { name: 'nginx', base: `http://127.0.0.1:${ngPort}/` },
+    { name: 'rclone', base: `http://127.0.0.1:${rcPort}/` },
+  ];
+  const results = {};
+  for (const s of servers) {
+    const r = (results[s.name] = {});
+    curlTime([s.base + 'big.bin']); // warm the page cache
+    r.get = Math.min(curlTime([s.base + 'big.bin']), curlTime([s.base + 'big.bin']));
+    r.put = curlTime(['-T', big, s.base + 'up.bin']);
+    const pf = ['-X', 'PROPFIND', '-H', 'Depth: 1', s.base + 'many/'];
+    curlTime(pf);
+    r.propfind = Math.min(curlTime(pf), curlTime(pf), curlTime(pf));
+    mkcol(s.base + 'small/');
+    r.puts = await smallPuts(s.base, PUTS);
+    console.log(`${s.name.padEnd(9)} GET ${(SIZE_MIB / r.get).toFixed(0)} MiB/s  PUT ${(SIZE_MIB / r.put).toFixed(0)} MiB/s  PROPFIND(${ENTRIES}) ${r.propfind.toFixed(3)} s  ${PUTS} PUTs ${(PUTS / r.puts).toFixed(0)}/s`);
+  }
+  const t = results.treegate;
+  const n = results.nginx;
+  const rss = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1];
+  console.log('\ntreegate vs nginx (higher is better; targets GET >= 0.6, PUT >= 0.8, small PUTs >= 0.5):');
+  console.log(`  GET ${(n.get / t.get).toFixed(2)}x   PUT ${(n.put / t.put).toFixed(2)}x   PROPFIND ${(n.propfind / t.propfind).toFixed(2)}x   small PUTs ${(n.puts / t.puts).toFixed(2)}x`);
+  console.log(`treegate vs rclone: GET ${(results.rclone.get / t.get).toFixed(2)}x   PUT ${(results.rclone.put / t.put).toFixed(2)}x   PROPFIND ${(results.rclone.propfind / t.propfind).toFixed(2)}x   small PUTs ${(results.rclone.puts / t.puts).toFixed(2)}x`);
+  console.log(`treegate PROPFIND of ${ENTRIES} entries: ${t.propfind.toFixed(3)} s (target < 0.15 s); peak RSS ${rss ? (Number(rss) / 1024).toFixed(0) : '?'} MiB (target < 200 MB)`);
+} finally {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+  await sleep(500);
+  await rm(work, { recursive: true, force: true });
+}

@@ -1,0 +1,42 @@
+/**
+ * HTTP Basic authentication for WebDAV: the user's own password, checked by Accounts (shared login
+ * throttle, verified-credential cache, disabled and protocol-bit refusal). Users with 2FA are refused
+ * (403): Basic cannot carry a one-time code, and accepting the password alone would make WebDAV the
+ * way around 2FA.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Principal } from '../../src/auth/principal.js';
+import { DavError } from './errors.js';
+import type { DavDeps } from './request.js';
+
+export const REALM = 'treegate';
+export const CHALLENGE = `Basic realm="${REALM}", charset="UTF-8"`;
+
+export function parseBasic(header: string | undefined): { username: string; password: string } | undefined {
+  if (!header) return undefined;
+  const m = /^basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m) return undefined;
+  const text = Buffer.from(m[1]!, 'base64').toString('utf8');
+  const i = text.indexOf(':');
+  if (i < 0) return undefined;
+  return { username: text.slice(0, i), password: text.slice(i + 1) };
+}
+
+export async function authenticate(deps: DavDeps, req: IncomingMessage, ip: string): Promise<Principal> {
+  const cred = parseBasic(req.headers.authorization);
+  if (!cred) throw new DavError(401, 'authentication required');
+  const r = await deps.accounts.authenticateCached({ ...cred, ip, protocol: 'webdav', skipOtp: false });
+  if (r.ok) return r.principal;
+  switch (r.reason) {
+    case 'throttled':
+      throw new DavError(429, 'too many failed logins, try again later');
+    case 'no_user':
+    case 'bad_password':
+      throw new DavError(401, 'bad credentials');
+    case 'otp_required':
+      throw new DavError(403, 'this user has two-factor authentication, which WebDAV cannot carry');
+    case 'disabled':
+    case 'protocol_denied':
+      throw new DavError(403, 'WebDAV access is not allowed for this user');
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Dead properties (PROPPATCH), kept in memory and written through to the store's KV namespace
+ * `webdav.props` (key: virtual path; value: the resource's property list), so they survive a restart.
+ * They follow their resource on MOVE and COPY and vanish with it on DELETE.
+ */
+import { isWithin, relativeTo, join } from '../../src/paths.js';
+import type { KvRepo } from '../../src/store/store.js';
+
+export const PROPS_NS = 'webdav.props';
+
+export interface DeadProp {
+  ns: string;
+  local: string;
+  /** The value as self-contained XML content (see xml.ts serializeContent). */
+  xml: string;
+}
+
+export type PropOp = { op: 'set'; prop: DeadProp } | { op: 'remove'; ns: string; local: string };
+
+const same = (p: { ns: string; local: string }, ns: string, local: string) => p.ns === ns && p.local === local;
+
+export class DeadProps {
+  private readonly map = new Map<string, DeadProp[]>();
+  private loading?: Promise<void>;
+
+  constructor(private readonly kv: KvRepo) {}
+
+  ready(): Promise<void> {
+    return (this.loading ??= (async () => {
+      for (const [vpath, props] of await this.kv.entries<DeadProp[]>(PROPS_NS)) this.map.set(vpath, props);
+    })());
+  }
+
+  /** True when no resource has a dead property (PROPFIND's fast path). */
+  get empty(): boolean {
+    return this.map.size === 0;
+  }
+
+  get(vpath: string): readonly DeadProp[] {
+    return this.map.get(vpath) ?? [];
+  }
+
+  /** Apply operations in document order, all or nothing (the caller has validated them). */
+  async apply(vpath: string, ops: PropOp[]): Promise<void> {
+    await this.ready();
+    let list = [...this.get(vpath)];
+    for (const o of ops) {
+      if (o.op === 'set') {
+        const i = list.findIndex((p) => same(p, o.prop.ns, o.prop.local));
+        if (i >= 0) list[i] = o.prop;
+        else list.push(o.prop);
+      } else list = list.filter((p) => !same(p, o.ns, o.local));
+    }
+    await this.write(vpath, list);
+  }
+
+  async copyTree(src: string, dst: string): Promise<void> {
+    await this.ready();
+    await this.removeTree(dst);
+    for (const [p, props] of this.subtree(src)) await this.write(join(dst, relativeTo(src, p)!), [...props]);
+  }
+
+  async moveTree(src: string, dst: string): Promise<void> {
+    await this.ready();
+    const moving = this.subtree(src);
+    await this.removeTree(dst);
+    for (const [p] of moving) await this.write(p, []);
+    for (const [p, props] of moving) await this.write(join(dst, relativeTo(src, p)!), props);
+  }
+
+  async removeTree(vpath: string): Promise<void> {
+    await this.ready();
+    for (const [p] of this.subtree(vpath)) await this.write(p, []);
+  }
+
+  private subtree(vpath: string): Array<[string, DeadProp[]]> {
+    if (this.map.size === 0) return [];
+    return [...this.map].filter(([p]) => isWithin(vpath, p));
+  }
+
+  private async write(vpath: string, props: DeadProp[]): Promise<void> {
+    if (props.length === 0) {
+      if (this.map.delete(vpath)) await this.kv.delete(PROPS_NS, vpath);
+      return;
+    }
+    this.map.set(vpath, props);
+    await this.kv.set(PROPS_NS, vpath, props);
+  }
+}

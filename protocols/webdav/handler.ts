@@ -1,0 +1,150 @@
+/**
+ * The WebDAV adapter: every request under /dav on the shared HTTP server. Authenticates with HTTP
+ * Basic, builds the AccessContext `{principal, protocol: 'webdav', ip}` and dispatches to one method
+ * handler; every file operation is a VFS call, and every failure becomes a status through errors.ts.
+ * One log line per request (method, path, status, ms, user) — never credentials.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Core } from '../../src/core.js';
+import { INSTANCE_HEADER } from '../../drivers/types.js';
+import { authenticate, CHALLENGE } from './auth.js';
+import { DeadProps } from './dead-props.js';
+import { DavError, statusOf } from './errors.js';
+import { LockManager } from './locks.js';
+import { clientIp, DAV_PREFIX, drain, sendStatus, sitePathOf, userPathOf, type Dav, type DavDeps } from './request.js';
+import { errorBody } from './xml.js';
+import { copyMove } from './methods/copy-move.js';
+import { get, put } from './methods/get-put.js';
+import { lock, unlock } from './methods/lock.js';
+import { del, mkcol } from './methods/mkcol-delete.js';
+import { options, optionsAnonymous } from './methods/options.js';
+import { propfind } from './methods/propfind.js';
+import { proppatch } from './methods/proppatch.js';
+
+export { DAV_PREFIX };
+
+export interface WebdavHandler {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  close(): Promise<void>;
+}
+
+const METHODS: Record<string, (dav: Dav) => Promise<void>> = {
+  OPTIONS: options,
+  PROPFIND: propfind,
+  PROPPATCH: proppatch,
+  GET: get,
+  HEAD: get,
+  PUT: put,
+  MKCOL: mkcol,
+  DELETE: del,
+  COPY: copyMove,
+  MOVE: copyMove,
+  LOCK: lock,
+  UNLOCK: unlock,
+};
+
+const KNOWN_ELSEWHERE = new Set(['POST', 'PATCH', 'TRACE', 'CONNECT', 'SEARCH', 'REPORT', 'ACL', 'BIND', 'MKCALENDAR']);
+
+export function createWebdavHandler(core: Core): WebdavHandler {
+  return refuseOwnRequests(core.instanceId, createDavHandler({
+    vfs: core.vfs,
+    accounts: core.accounts,
+    kv: core.store.kv,
+    settings: core.settings,
+    log: core.log.child({ proto: 'webdav' }),
+    trustedProxies: core.config.trusted_proxies ?? [],
+    siteBase: sitePathOf(core.config.site_url ?? ''),
+  }));
+}
+
+/**
+ * Loop guard (added with the WebDav driver's self-mount check): a WebDav storage sends its server's
+ * instance id (INSTANCE_HEADER, DriverContext.instanceId). A request carrying *our* id comes from a
+ * storage of this very server mounting its own /dav, which would recurse into itself: answer 508
+ * Loop Detected before anything else, and the driver turns that into a clear init error.
+ */
+function refuseOwnRequests(instanceId: string, inner: WebdavHandler): WebdavHandler {
+  return {
+    handle(req, res) {
+      if (req.headers[INSTANCE_HEADER] !== instanceId) return inner.handle(req, res);
+      drain(req);
+      sendStatus(res, 508, {}, '508 Loop Detected');
+    },
+    close: () => inner.close(),
+  };
+}
+
+export function createDavHandler(deps: DavDeps): WebdavHandler {
+  const locks = new LockManager(deps.kv);
+  const props = new DeadProps(deps.kv);
+  const inflight = new Set<Promise<void>>();
+
+  async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const t0 = performance.now();
+    const method = (req.method ?? 'GET').toUpperCase();
+    let path = '-';
+    let user = '-';
+    const abort = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) abort.abort(); // the client went away: stop the VFS work
+      const ms = Math.round((performance.now() - t0) * 10) / 10;
+      deps.log.info({ method, path, status: res.statusCode, ms, user, ...(res.writableFinished ? {} : { aborted: true }) }, 'webdav');
+    });
+    try {
+      const p = userPathOf(req.url ?? '/');
+      if (p === undefined) throw new DavError(404);
+      path = p;
+      if (method === 'OPTIONS' && !req.headers.authorization) return optionsAnonymous(res);
+      const ip = clientIp(req, deps.trustedProxies);
+      const principal = await authenticate(deps, req, ip);
+      user = principal.username;
+      const fn = METHODS[method];
+      if (!fn) throw new DavError(KNOWN_ELSEWHERE.has(method) ? 405 : 501, `${method} is not supported`);
+      await Promise.all([locks.ready(), props.ready()]);
+      await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal } });
+    } catch (e) {
+      fail(req, res, method, e);
+    }
+  }
+
+  function fail(req: IncomingMessage, res: ServerResponse, method: string, e: unknown): void {
+    const status = statusOf(e, method);
+    if (status >= 500) deps.log.error({ err: e, method }, 'webdav request failed');
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const headers: Record<string, string> = {};
+    if (status === 401) headers['WWW-Authenticate'] = 'Basic realm="treegate", charset="UTF-8"';
+    if (status === 429) headers['Retry-After'] = '60';
+    if (status === 405 || status === 501) headers['Allow'] = Object.keys(METHODS).join(', ');
+    const condition = e instanceof DavError ? e.condition : undefined;
+    // An unread upload: small ones are drained so the connection can be reused, big ones cut off.
+    const pending = Number(req.headers['content-length'] ?? (req.headers['transfer-encoding'] ? Infinity : 0));
+    if (!req.complete && pending > 1 << 20) headers['Connection'] = 'close';
+    else drain(req);
+    sendStatus(res, status, headers, condition ? errorBody(condition) : `${status} ${STATUS_TEXT[status] ?? ''}`.trim());
+  }
+
+  return {
+    handle(req, res) {
+      const p = serve(req, res).catch((e: unknown) => {
+        deps.log.error({ err: e }, 'webdav handler crashed');
+        if (!res.headersSent) sendStatus(res, 500);
+        else res.destroy();
+      });
+      inflight.add(p);
+      void p.finally(() => inflight.delete(p));
+    },
+    async close() {
+      await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
+    },
+  };
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict',
+  412: 'Precondition Failed', 413: 'Payload Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
+  423: 'Locked', 429: 'Too Many Requests', 500: 'Internal Server Error', 501: 'Not Implemented', 502: 'Bad Gateway',
+};

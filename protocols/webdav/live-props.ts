@@ -1,0 +1,106 @@
+/**
+ * Live properties (RFC 4918 §15, RFC 4331 quota) rendered from a VFS Entry, plus the lock
+ * discovery XML shared by PROPFIND and LOCK.
+ */
+import { relativeTo } from '../../src/paths.js';
+import type { Entry } from '../../src/vfs/types.js';
+import type { LockInfo } from './locks.js';
+import { contentTypeOf, etagOf, httpDate } from './resource.js';
+import { hrefOf } from './request.js';
+import { esc } from './xml.js';
+
+export interface Quota {
+  available?: number;
+  used?: number;
+}
+
+/** What a live property renderer may look at besides the entry. */
+export interface LiveCtx {
+  /** Locks covering the entry (only computed when lockdiscovery is wanted). */
+  locks(entry: Entry): LockInfo[];
+  /** Space figures of the storage (only fetched when a quota property is wanted). */
+  quota?: Quota;
+  basePath: string;
+  siteBase: string;
+}
+
+const SUPPORTED_LOCK =
+  '<D:supportedlock>' +
+  '<D:lockentry><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>' +
+  '<D:lockentry><D:lockscope><D:shared/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockentry>' +
+  '</D:supportedlock>';
+
+export function activeLock(l: LockInfo, basePath: string, siteBase: string, now = Date.now()): string {
+  const root = relativeTo(basePath, l.root);
+  return (
+    `<D:activelock><D:locktype><D:write/></D:locktype><D:lockscope><D:${l.scope}/></D:lockscope>` +
+    `<D:depth>${l.depth === '0' ? '0' : 'infinity'}</D:depth>` +
+    (l.owner ? `<D:owner>${l.owner}</D:owner>` : '') +
+    `<D:timeout>Second-${Math.max(0, Math.ceil((l.expires - now) / 1000))}</D:timeout>` +
+    `<D:locktoken><D:href>${esc(l.token)}</D:href></D:locktoken>` +
+    (root !== undefined ? `<D:lockroot><D:href>${esc(hrefOf(root, false, siteBase))}</D:href></D:lockroot>` : '') +
+    `</D:activelock>`
+  );
+}
+
+export function lockDiscovery(locks: LockInfo[], basePath: string, siteBase: string): string {
+  if (!locks.length) return '<D:lockdiscovery/>';
+  const now = Date.now();
+  return `<D:lockdiscovery>${locks.map((l) => activeLock(l, basePath, siteBase, now)).join('')}</D:lockdiscovery>`;
+}
+
+type Render = (e: Entry, c: LiveCtx) => string | undefined;
+
+// Listings repeat timestamps a lot (files written together): remember the last few renderings.
+function memoDate(fmt: (d: Date) => string): (d: Date) => string {
+  const memo = new Map<number, string>();
+  return (d) => {
+    const t = d.getTime();
+    let s = memo.get(t);
+    if (s === undefined) {
+      if (memo.size > 1024) memo.clear();
+      memo.set(t, (s = fmt(d)));
+    }
+    return s;
+  };
+}
+const isoDate = memoDate((d) => d.toISOString());
+const rfc1123 = memoDate(httpDate);
+
+/** Every live property in the DAV: namespace; undefined from a renderer means "not defined here". */
+export const LIVE: Record<string, Render> = {
+  creationdate: (e) => `<D:creationdate>${isoDate(e.created ?? e.modified)}</D:creationdate>`,
+  displayname: (e) => `<D:displayname>${esc(e.name)}</D:displayname>`,
+  getcontentlength: (e) => (e.isDir ? undefined : `<D:getcontentlength>${e.size}</D:getcontentlength>`),
+  getcontenttype: (e) => (e.isDir ? undefined : `<D:getcontenttype>${esc(contentTypeOf(e.name))}</D:getcontenttype>`),
+  getetag: (e) => `<D:getetag>${esc(etagOf(e))}</D:getetag>`,
+  getlastmodified: (e) => `<D:getlastmodified>${rfc1123(e.modified)}</D:getlastmodified>`,
+  resourcetype: (e) => (e.isDir ? '<D:resourcetype><D:collection/></D:resourcetype>' : '<D:resourcetype/>'),
+  supportedlock: () => SUPPORTED_LOCK,
+  lockdiscovery: (e, c) => lockDiscovery(c.locks(e), c.basePath, c.siteBase),
+  'quota-available-bytes': (_e, c) =>
+    c.quota?.available !== undefined ? `<D:quota-available-bytes>${c.quota.available}</D:quota-available-bytes>` : undefined,
+  'quota-used-bytes': (_e, c) => (c.quota?.used !== undefined ? `<D:quota-used-bytes>${c.quota.used}</D:quota-used-bytes>` : undefined),
+};
+
+/** allprop's live properties in one pass (the hot path of big listings); same output as ALLPROP. */
+export function allLive(e: Entry, c: LiveCtx): string {
+  const created = `<D:creationdate>${isoDate(e.created ?? e.modified)}</D:creationdate><D:displayname>${esc(e.name)}</D:displayname>`;
+  const file = e.isDir
+    ? ''
+    : `<D:getcontentlength>${e.size}</D:getcontentlength><D:getcontenttype>${contentTypeOf(e.name)}</D:getcontenttype>`;
+  return (
+    created +
+    file +
+    `<D:getetag>${etagOf(e)}</D:getetag><D:getlastmodified>${rfc1123(e.modified)}</D:getlastmodified>` +
+    (e.isDir ? '<D:resourcetype><D:collection/></D:resourcetype>' : '<D:resourcetype/>') +
+    SUPPORTED_LOCK +
+    lockDiscovery(c.locks(e), c.basePath, c.siteBase)
+  );
+}
+
+/** Live properties that allprop returns (RFC 4331: quota only on request). */
+export const ALLPROP = Object.keys(LIVE).filter((k) => !k.startsWith('quota-'));
+
+/** Live properties a client may not set or remove. */
+export const isLive = (ns: string, local: string) => ns === 'DAV:' && local in LIVE;

@@ -1,0 +1,165 @@
+/**
+ * WebDAV locks (RFC 4918 §6-7), kept in memory for speed and written through to the store's KV
+ * namespace `webdav.locks`, so they survive a restart. Locks are keyed by *virtual* path (base path
+ * included), so users with different base paths see the same locks on the same file.
+ *
+ * A lock "covers" a path when it is rooted there, or at an ancestor with depth infinity. Expired
+ * locks are dropped lazily whenever they are looked at.
+ */
+import { randomUUID } from 'node:crypto';
+import { VfsError } from '../../src/errors.js';
+import { isWithin } from '../../src/paths.js';
+import type { KvRepo } from '../../src/store/store.js';
+
+export const LOCKS_NS = 'webdav.locks';
+/** Longest lock we grant; clients refresh (Windows asks for Infinite and refreshes anyway). */
+export const MAX_TIMEOUT_S = 24 * 3600;
+export const DEFAULT_TIMEOUT_S = 3600;
+
+export interface LockInfo {
+  token: string;
+  /** Virtual path of the locked resource. */
+  root: string;
+  depth: '0' | 'infinity';
+  scope: 'exclusive' | 'shared';
+  /** The `<D:owner>` content as the client sent it (self-contained XML). */
+  owner: string;
+  userId: number;
+  /** Granted timeout in seconds. */
+  timeout: number;
+  /** Epoch ms. */
+  expires: number;
+}
+
+/** Every ancestor of a normalised virtual path, root first, the path itself last. */
+export function ancestry(vpath: string): string[] {
+  const out = ['/'];
+  if (vpath === '/') return out;
+  let i = 0;
+  while ((i = vpath.indexOf('/', i + 1)) !== -1) out.push(vpath.slice(0, i));
+  out.push(vpath);
+  return out;
+}
+
+/** Parse a `Timeout` header (`Second-3600`, `Infinite`, a comma list): the first usable value, capped. */
+export function parseTimeout(h: string | undefined): number {
+  for (const part of (h ?? '').split(',')) {
+    const t = part.trim().toLowerCase();
+    if (t === 'infinite') return MAX_TIMEOUT_S;
+    const m = /^second-(\d+)$/.exec(t);
+    if (m) return Math.max(1, Math.min(Number(m[1]), MAX_TIMEOUT_S));
+  }
+  return DEFAULT_TIMEOUT_S;
+}
+
+export class LockManager {
+  private readonly byToken = new Map<string, LockInfo>();
+  private readonly byRoot = new Map<string, Set<string>>();
+  private loading?: Promise<void>;
+
+  constructor(
+    private readonly kv: KvRepo,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Load persisted locks once. Every public async method awaits it. */
+  ready(): Promise<void> {
+    return (this.loading ??= (async () => {
+      for (const [token, lock] of await this.kv.entries<LockInfo>(LOCKS_NS)) {
+        if (lock.expires > this.now()) this.index(lock);
+        else await this.kv.delete(LOCKS_NS, token);
+      }
+    })());
+  }
+
+  /** True when no lock exists at all (the fast path for every write). */
+  get empty(): boolean {
+    return this.byToken.size === 0;
+  }
+
+  get(token: string): LockInfo | undefined {
+    const l = this.byToken.get(token);
+    return l && this.alive(l) ? l : undefined;
+  }
+
+  /** Locks rooted at `vpath` or at an ancestor with depth infinity. */
+  covering(vpath: string): LockInfo[] {
+    if (this.byToken.size === 0) return [];
+    const out: LockInfo[] = [];
+    const chain = ancestry(vpath);
+    chain.forEach((p, i) => {
+      for (const t of this.byRoot.get(p) ?? []) {
+        const l = this.byToken.get(t);
+        if (l && this.alive(l) && (i === chain.length - 1 || l.depth === 'infinity')) out.push(l);
+      }
+    });
+    return out;
+  }
+
+  /** Locks rooted at `vpath` or anywhere below it. */
+  within(vpath: string): LockInfo[] {
+    return [...this.byToken.values()].filter((l) => this.alive(l) && isWithin(vpath, l.root));
+  }
+
+  /** Existing locks a new lock would conflict with (exclusive conflicts with all, shared with exclusive). */
+  conflicts(root: string, depth: LockInfo['depth'], scope: LockInfo['scope']): LockInfo[] {
+    const near = [...this.covering(root), ...(depth === 'infinity' ? this.within(root).filter((l) => l.root !== root) : [])];
+    return near.filter((l) => scope === 'exclusive' || l.scope === 'exclusive');
+  }
+
+  /** Grant a new lock, or throw LOCKED when it conflicts with an existing one. */
+  async create(req: Omit<LockInfo, 'token' | 'expires'>): Promise<LockInfo> {
+    await this.ready();
+    if (this.conflicts(req.root, req.depth, req.scope).length) throw new VfsError('LOCKED', 'the resource is locked');
+    const lock: LockInfo = { ...req, token: `opaquelocktoken:${randomUUID()}`, expires: this.now() + req.timeout * 1000 };
+    this.index(lock);
+    await this.kv.set(LOCKS_NS, lock.token, lock);
+    return lock;
+  }
+
+  async refresh(token: string, timeout: number): Promise<LockInfo | undefined> {
+    await this.ready();
+    const l = this.get(token);
+    if (!l) return undefined;
+    l.timeout = timeout;
+    l.expires = this.now() + timeout * 1000;
+    await this.kv.set(LOCKS_NS, token, l);
+    return l;
+  }
+
+  async remove(token: string): Promise<boolean> {
+    await this.ready();
+    const l = this.byToken.get(token);
+    if (!l) return false;
+    this.unindex(l);
+    await this.kv.delete(LOCKS_NS, token);
+    return true;
+  }
+
+  /** Drop every lock rooted at or below `vpath` (after DELETE, or the source of a MOVE). */
+  async removeWithin(vpath: string): Promise<void> {
+    if (this.byToken.size === 0) return;
+    for (const l of this.within(vpath)) await this.remove(l.token);
+  }
+
+  private alive(l: LockInfo): boolean {
+    if (l.expires > this.now()) return true;
+    this.unindex(l);
+    void this.kv.delete(LOCKS_NS, l.token).catch(() => undefined);
+    return false;
+  }
+
+  private index(l: LockInfo): void {
+    this.byToken.set(l.token, l);
+    let set = this.byRoot.get(l.root);
+    if (!set) this.byRoot.set(l.root, (set = new Set()));
+    set.add(l.token);
+  }
+
+  private unindex(l: LockInfo): void {
+    this.byToken.delete(l.token);
+    const set = this.byRoot.get(l.root);
+    set?.delete(l.token);
+    if (set && set.size === 0) this.byRoot.delete(l.root);
+  }
+}

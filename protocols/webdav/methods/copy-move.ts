@@ -1,0 +1,85 @@
+/**
+ * COPY and MOVE (RFC 4918 §9.8-9.9): Destination (absolute URL or path, percent-encoded), Overwrite
+ * (F: 412 when the target exists), Depth (COPY 0 or infinity, MOVE infinity). Dead properties go
+ * with the resource; locks stay behind (they never follow a copy, and a moved source loses them).
+ */
+import { Readable } from 'node:stream';
+import { isVfsError } from '../../../src/errors.js';
+import { isWithin } from '../../../src/paths.js';
+import { checkWrite, type WriteTarget } from '../conditions.js';
+import { DavError } from '../errors.js';
+import { parentOf, sendStatus, userPathOf, vpathOf, type Dav } from '../request.js';
+import { requireParent, statOrUndefined } from './get-put.js';
+
+function destinationOf(dav: Dav): string {
+  const h = dav.req.headers.destination;
+  if (typeof h !== 'string' || h === '') throw new DavError(400, 'Destination header missing');
+  const dst = userPathOf(h, dav.deps.siteBase);
+  if (dst === undefined) throw new DavError(502, 'Destination is not on this WebDAV server');
+  return dst;
+}
+
+export async function copyMove(dav: Dav): Promise<void> {
+  const move = dav.method === 'MOVE';
+  const dst = destinationOf(dav);
+  const ow = String(dav.req.headers.overwrite ?? 'T').trim().toUpperCase();
+  if (ow !== 'T' && ow !== 'F') throw new DavError(400, 'bad Overwrite header');
+  const depth = String(dav.req.headers.depth ?? 'infinity').trim().toLowerCase();
+  if (depth !== 'infinity' && (move || depth !== '0')) throw new DavError(400, 'bad Depth header');
+
+  const { vfs } = dav.deps;
+  const src = await vfs.stat(dav.ctx, dav.path);
+  if (dst === dav.path) throw new DavError(403, 'source and destination are the same');
+  if (src.isDir && isWithin(dav.path, dst)) throw new DavError(403, 'cannot copy or move a collection into itself');
+  await requireParent(dav, dst);
+  const existing = await statOrUndefined(dav, dst);
+  if (existing && ow === 'F') throw new DavError(412, 'the destination exists');
+
+  const targets: WriteTarget[] = [{ path: dst, deep: true }, { path: parentOf(dst) }];
+  if (move) targets.push({ path: dav.path, deep: true }, { path: parentOf(dav.path) });
+  await checkWrite(dav, targets);
+
+  const vsrc = vpathOf(dav, dav.path);
+  const vdst = vpathOf(dav, dst);
+  // Files replace files in one step; anything involving a folder is removed first (RFC 4918 §9.8.4).
+  const replaceInPlace = !!existing && !existing.isDir && !src.isDir;
+  if (existing && !replaceInPlace) {
+    await vfs.remove(dav.ctx, dst);
+    await dav.locks.removeWithin(vdst);
+  }
+  if (move) {
+    await vfs.moveTo(dav.ctx, dav.path, dst, { overwrite: replaceInPlace });
+    await dav.props.moveTree(vsrc, vdst);
+    await dav.locks.removeWithin(vsrc);
+  } else if (src.isDir && depth === '0') {
+    await vfs.mkdir(dav.ctx, dst);
+    await dav.props.removeTree(vdst);
+    await dav.props.apply(vdst, dav.props.get(vsrc).map((prop) => ({ op: 'set' as const, prop })));
+  } else {
+    await copy(dav, dst, src.isDir, replaceInPlace);
+    await dav.props.copyTree(vsrc, vdst);
+  }
+  sendStatus(dav.res, existing ? 204 : 201);
+}
+
+/**
+ * vfs.copyTo, with two fallbacks built from other VFS calls: a single file between two storages is
+ * streamed (read + put), and a folder the VFS cannot copy under a new name in one step is re-created
+ * member by member (each member keeps its name, which every copying driver supports).
+ */
+async function copy(dav: Dav, dst: string, isDir: boolean, overwrite: boolean, src = dav.path): Promise<void> {
+  const { vfs } = dav.deps;
+  try {
+    await vfs.copyTo(dav.ctx, src, dst, { overwrite });
+  } catch (e) {
+    if (isDir && isVfsError(e, 'NOT_SUPPORTED')) {
+      await vfs.mkdir(dav.ctx, dst);
+      const { entries } = await vfs.list(dav.ctx, src);
+      for (const c of entries) await copy(dav, `${dst}/${c.name}`, c.isDir, false, `${src === '/' ? '' : src}/${c.name}`);
+      return;
+    }
+    if (isDir || !isVfsError(e, 'CROSS_MOUNT')) throw e;
+    const r = await vfs.read(dav.ctx, src);
+    await vfs.put(dav.ctx, dst, r.stream as Readable, { size: r.entry.size, modified: r.entry.modified, overwrite: true });
+  }
+}

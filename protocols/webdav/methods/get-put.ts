@@ -1,0 +1,145 @@
+/**
+ * GET/HEAD (ranges, conditional requests, the storage's webdav_policy) and PUT (streamed straight
+ * into vfs.put, which writes atomically).
+ */
+import { pipeline } from 'node:stream/promises';
+import { isVfsError, VfsError } from '../../../src/errors.js';
+import { encodePathForUrl } from '../../../src/paths.js';
+import { signPath } from '../../../src/sign.js';
+import type { ByteRange } from '../../../drivers/types.js';
+import type { Entry } from '../../../src/vfs/types.js';
+import { checkWrite } from '../conditions.js';
+import { DavError } from '../errors.js';
+import { contentTypeOf, etagOf, httpDate } from '../resource.js';
+import { parentOf, sendStatus, type Dav } from '../request.js';
+import { Batcher } from '../batcher.js';
+
+const etagList = (h: string) => h.split(',').map((s) => s.trim().replace(/^W\//, ''));
+const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/** 304/412 answers of RFC 9110 §13 conditional requests; undefined to go on. */
+function conditional(dav: Dav, e: Entry, etag: string): number | undefined {
+  const h = dav.req.headers;
+  const ifMatch = h['if-match'];
+  if (ifMatch && ifMatch.trim() !== '*' && !etagList(ifMatch).includes(etag)) return 412;
+  const ius = h['if-unmodified-since'];
+  if (!ifMatch && ius && !Number.isNaN(Date.parse(ius)) && seconds(e.modified) > Date.parse(ius) / 1000) return 412;
+  const inm = h['if-none-match'];
+  if (inm) return inm.trim() === '*' || etagList(inm).includes(etag) ? 304 : undefined;
+  const ims = h['if-modified-since'];
+  if (ims && !Number.isNaN(Date.parse(ims)) && seconds(e.modified) <= Date.parse(ims) / 1000) return 304;
+  return undefined;
+}
+
+/** The single byte range asked for, undefined for the whole file; 'bad' when unsatisfiable. */
+export function parseRange(header: string | undefined, size: number): ByteRange | undefined | 'bad' {
+  if (!header || size === 0) return undefined;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return undefined; // multi-range or junk: serve it all
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    return n === 0 ? 'bad' : { start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return 'bad';
+  return { start, end };
+}
+
+function ifRangeHolds(h: string | undefined, e: Entry, etag: string): boolean {
+  if (!h) return true;
+  const v = h.trim();
+  if (v.startsWith('"') || v.startsWith('W/')) return v === etag;
+  const t = Date.parse(v);
+  return !Number.isNaN(t) && seconds(e.modified) <= t / 1000;
+}
+
+/** A redirect the storage's webdav_policy asks for, or undefined to stream through treegate. */
+async function policyRedirect(dav: Dav, e: Entry): Promise<string | undefined> {
+  const { vfs, settings } = dav.deps;
+  const storage = await vfs.storageOf(dav.ctx, dav.path);
+  if (!storage) return undefined;
+  if (storage.webdavPolicy === 'use_proxy_url') {
+    const base = storage.downProxyUrl.split('\n')[0]!.trim().replace(/\/+$/, '');
+    return base ? `${base}${encodePathForUrl(e.vpath)}?sign=${signPath(settings, e.vpath)}` : undefined;
+  }
+  if (storage.webdavPolicy === '302_redirect') {
+    const { link } = await vfs.link(dav.ctx, dav.path);
+    // A link that needs request headers (credentials) cannot be handed to the client.
+    if (link.kind === 'url' && !Object.keys(link.headers ?? {}).length) return link.url;
+  }
+  return undefined;
+}
+
+export async function get(dav: Dav): Promise<void> {
+  const head = dav.method === 'HEAD';
+  const e = await dav.deps.vfs.stat(dav.ctx, dav.path);
+  if (e.isDir) {
+    if (head) return sendStatus(dav.res, 200, { 'Content-Type': 'text/html; charset=utf-8' });
+    throw new VfsError('IS_A_DIR');
+  }
+  const etag = etagOf(e);
+  const headers: Record<string, string | number> = {
+    ETag: etag,
+    'Last-Modified': httpDate(e.modified),
+    'Accept-Ranges': 'bytes',
+    'Content-Type': contentTypeOf(e.name),
+  };
+  const cond = conditional(dav, e, etag);
+  if (cond) return sendStatus(dav.res, cond, cond === 304 ? { ETag: etag, 'Last-Modified': headers['Last-Modified']! } : {});
+
+  let range = ifRangeHolds(dav.req.headers['if-range'] as string | undefined, e, etag) ? parseRange(dav.req.headers.range, e.size) : undefined;
+  if (range === 'bad') return sendStatus(dav.res, 416, { 'Content-Range': `bytes */${e.size}` });
+  if (head) {
+    const len = range ? range.end! - range.start + 1 : e.size;
+    if (range) headers['Content-Range'] = `bytes ${range.start}-${range.end}/${e.size}`;
+    dav.res.writeHead(range ? 206 : 200, { ...headers, 'Content-Length': len });
+    return void dav.res.end();
+  }
+  const location = await policyRedirect(dav, e);
+  if (location) return sendStatus(dav.res, 302, { Location: location });
+
+  const r = await dav.deps.vfs.read(dav.ctx, dav.path, range);
+  if (r.start === 0 && r.end === r.entry.size - 1) range = undefined;
+  if (range) headers['Content-Range'] = `bytes ${r.start}-${r.end}/${r.entry.size}`;
+  dav.res.writeHead(range ? 206 : 200, { ...headers, 'Content-Length': Math.max(0, r.end - r.start + 1) });
+  await pipeline(r.stream, dav.res);
+}
+
+async function statOrUndefined(dav: Dav, path: string): Promise<Entry | undefined> {
+  try {
+    return await dav.deps.vfs.stat(dav.ctx, path);
+  } catch (e) {
+    if (isVfsError(e, 'NOT_FOUND')) return undefined;
+    throw e;
+  }
+}
+
+/** The parent a new member goes into must exist and be a collection (409 otherwise). */
+export async function requireParent(dav: Dav, path: string): Promise<void> {
+  const p = await statOrUndefined(dav, parentOf(path));
+  if (!p || !p.isDir) throw new DavError(409, 'the parent collection does not exist');
+}
+export { statOrUndefined };
+
+export async function put(dav: Dav): Promise<void> {
+  // Both looked up at once: the parent matters only when the target is new (vfs.put makes parents).
+  const [existing, parentDir] = await Promise.all([statOrUndefined(dav, dav.path), statOrUndefined(dav, parentOf(dav.path))]);
+  if (existing?.isDir) throw new VfsError('IS_A_DIR');
+  if (!existing && !parentDir?.isDir) throw new DavError(409, 'the parent collection does not exist');
+  await checkWrite(dav, existing ? [{ path: dav.path }] : [{ path: dav.path }, { path: parentOf(dav.path) }]);
+
+  const mtimeHeader = dav.req.headers['x-oc-mtime'];
+  const mtime = typeof mtimeHeader === 'string' && /^\d+(\.\d+)?$/.test(mtimeHeader) ? new Date(Number(mtimeHeader) * 1000) : undefined;
+  const len = dav.req.headers['content-length'];
+  const size = len !== undefined && /^\d+$/.test(len) ? Number(len) : undefined;
+  const body = dav.req.pipe(new Batcher());
+  dav.req.on('error', (err) => body.destroy(err));
+  dav.req.on('close', () => {
+    if (!dav.req.complete) body.destroy(new Error('client aborted the upload'));
+  });
+  const entry = await dav.deps.vfs.put(dav.ctx, dav.path, body, { size, modified: mtime, overwrite: true });
+  const headers: Record<string, string> = { ETag: etagOf(entry) };
+  if (mtime) headers['X-OC-MTime'] = 'accepted';
+  sendStatus(dav.res, existing ? 204 : 201, headers);
+}

@@ -1,0 +1,86 @@
+/**
+ * LOCK and UNLOCK (RFC 4918 §9.10-9.11): exclusive and shared write locks, depth 0 or infinity,
+ * refresh through the If header, and lock-null resources (LOCK on an unmapped URL creates an empty
+ * file, §9.10.4). Locks live in LockManager (persisted in the store).
+ */
+import { Readable } from 'node:stream';
+import { can } from '../../../src/auth/principal.js';
+import { VfsError } from '../../../src/errors.js';
+import { checkIf, checkWrite, ifLists } from '../conditions.js';
+import { DavError } from '../errors.js';
+import { submittedTokens } from '../if-header.js';
+import { activeLock } from '../live-props.js';
+import { parseTimeout, type LockInfo } from '../locks.js';
+import { parentOf, readBody, sendStatus, vpathOf, type Dav } from '../request.js';
+import { DAV_NS, XML_HEAD, child, elems, parseXml, serializeContent } from '../xml.js';
+import { requireParent, statOrUndefined } from './get-put.js';
+
+export function parseLockInfo(body: string): { scope: LockInfo['scope']; owner: string } {
+  const root = parseXml(body);
+  if (root.ns !== DAV_NS || root.local !== 'lockinfo') throw new DavError(400, 'expected DAV:lockinfo');
+  const scopeEl = child(root, DAV_NS, 'lockscope');
+  const scope = scopeEl && elems(scopeEl, DAV_NS)[0]?.local;
+  if (scope !== 'exclusive' && scope !== 'shared') throw new DavError(400, 'lockscope must be exclusive or shared');
+  const typeEl = child(root, DAV_NS, 'locktype');
+  if (!typeEl || !child(typeEl, DAV_NS, 'write')) throw new DavError(400, 'only write locks exist');
+  const ownerEl = child(root, DAV_NS, 'owner');
+  return { scope, owner: ownerEl ? serializeContent(ownerEl) : '' };
+}
+
+function answer(dav: Dav, status: number, locks: LockInfo[], token?: string): void {
+  const body =
+    `${XML_HEAD}<D:prop xmlns:D="DAV:"><D:lockdiscovery>` +
+    locks.map((l) => activeLock(l, dav.ctx.principal.basePath, dav.deps.siteBase)).join('') +
+    `</D:lockdiscovery></D:prop>`;
+  sendStatus(dav.res, status, { 'Content-Type': 'application/xml; charset=utf-8', ...(token ? { 'Lock-Token': `<${token}>` } : {}) }, body);
+}
+
+export async function lock(dav: Dav): Promise<void> {
+  if (!can.webdavManage(dav.ctx.principal)) throw new VfsError('FORBIDDEN');
+  const body = await readBody(dav.req);
+  const timeout = parseTimeout(dav.req.headers.timeout as string | undefined);
+  const vpath = vpathOf(dav, dav.path);
+  if (body.trim() === '') return refresh(dav, vpath, timeout);
+
+  const { scope, owner } = parseLockInfo(body);
+  const depth = String(dav.req.headers.depth ?? 'infinity').trim().toLowerCase();
+  if (depth !== '0' && depth !== 'infinity') throw new DavError(400, 'LOCK Depth must be 0 or infinity');
+  const { vfs } = dav.deps;
+  const existing = await statOrUndefined(dav, dav.path);
+  if (existing) {
+    if (!(await vfs.facts(dav.ctx, parentOf(dav.path))).write) throw new VfsError('READ_ONLY');
+    await checkIf(dav);
+  } else {
+    await requireParent(dav, dav.path);
+    await checkWrite(dav, [{ path: parentOf(dav.path) }]);
+  }
+  const lockDepth = depth === '0' ? '0' : 'infinity';
+  if (dav.locks.conflicts(vpath, lockDepth, scope).length) throw new DavError(423, 'the resource is locked', 'no-conflicting-lock');
+  if (!existing) await vfs.put(dav.ctx, dav.path, Readable.from([]), { size: 0, overwrite: false });
+  const l = await dav.locks.create({ root: vpath, depth: lockDepth, scope, owner, userId: dav.ctx.principal.userId, timeout });
+  answer(dav, existing ? 200 : 201, [l], l.token);
+}
+
+async function refresh(dav: Dav, vpath: string, timeout: number): Promise<void> {
+  const lists = ifLists(dav);
+  if (!lists) throw new DavError(400, 'a LOCK without a body refreshes, and needs an If header');
+  await dav.deps.vfs.stat(dav.ctx, dav.path);
+  const tokens = submittedTokens(lists);
+  const mine = dav.locks.covering(vpath).filter((l) => tokens.has(l.token) && l.userId === dav.ctx.principal.userId);
+  if (!mine.length) throw new DavError(412, 'no lock to refresh', 'lock-token-matches-request-uri');
+  const refreshed: LockInfo[] = [];
+  for (const l of mine) refreshed.push((await dav.locks.refresh(l.token, timeout)) ?? l);
+  answer(dav, 200, refreshed);
+}
+
+export async function unlock(dav: Dav): Promise<void> {
+  const h = String(dav.req.headers['lock-token'] ?? '').trim();
+  const token = h.startsWith('<') && h.endsWith('>') ? h.slice(1, -1) : '';
+  if (!token) throw new DavError(400, 'Lock-Token header missing');
+  await dav.deps.vfs.stat(dav.ctx, dav.path);
+  const l = dav.locks.covering(vpathOf(dav, dav.path)).find((x) => x.token === token);
+  if (!l) throw new DavError(409, 'no such lock on this resource', 'lock-token-matches-request-uri');
+  if (l.userId !== dav.ctx.principal.userId && !can.isAdmin(dav.ctx.principal)) throw new VfsError('FORBIDDEN');
+  await dav.locks.remove(token);
+  sendStatus(dav.res, 204);
+}

@@ -1,0 +1,122 @@
+/**
+ * PROPFIND (RFC 4918 §9.1): Depth 0 and 1 (infinity is refused with 403 propfind-finite-depth),
+ * allprop (+include), propname and named properties, live and dead. The listing comes from one
+ * vfs.list call (hidden entries are already gone) and is streamed out as it is rendered.
+ */
+import { isVfsError } from '../../../src/errors.js';
+import type { Entry } from '../../../src/vfs/types.js';
+import { DavError } from '../errors.js';
+import { ALLPROP, LIVE, allLive, type LiveCtx, type Quota } from '../live-props.js';
+import { MultiStatus, propstat } from '../multistatus.js';
+import { childHrefBase, hrefOf, hrefSegment, readBody, vpathOf, type Dav } from '../request.js';
+import { DAV_NS, child, elems, esc, nsElement, parseXml, type XElem } from '../xml.js';
+
+interface QName {
+  ns: string;
+  local: string;
+}
+type Want = { kind: 'allprop'; include: QName[] } | { kind: 'propname' } | { kind: 'prop'; names: QName[] };
+
+export function parsePropfind(body: string): Want {
+  if (body.trim() === '') return { kind: 'allprop', include: [] };
+  const root = parseXml(body);
+  if (root.ns !== DAV_NS || root.local !== 'propfind') throw new DavError(400, 'expected DAV:propfind');
+  const names = (e: XElem | undefined) => (e ? elems(e).map((p) => ({ ns: p.ns, local: p.local })) : []);
+  const prop = child(root, DAV_NS, 'prop');
+  if (prop) return { kind: 'prop', names: names(prop) };
+  if (child(root, DAV_NS, 'propname')) return { kind: 'propname' };
+  if (child(root, DAV_NS, 'allprop')) return { kind: 'allprop', include: names(child(root, DAV_NS, 'include')) };
+  throw new DavError(400, 'propfind needs prop, propname or allprop');
+}
+
+const qnameXml = (q: QName) => (q.ns === DAV_NS ? `<D:${q.local}/>` : nsElement(q.ns, q.local));
+
+export async function propfind(dav: Dav): Promise<void> {
+  const depth = String(dav.req.headers.depth ?? '1').trim().toLowerCase();
+  if (depth !== '0' && depth !== '1') {
+    if (depth === 'infinity') throw new DavError(403, 'Depth: infinity is not supported', 'propfind-finite-depth');
+    throw new DavError(400, 'bad Depth header');
+  }
+  const want = parsePropfind(await readBody(dav.req));
+  const { vfs } = dav.deps;
+
+  let self: Entry;
+  let children: Entry[] = [];
+  if (depth === '1') {
+    try {
+      const listing = await vfs.list(dav.ctx, dav.path);
+      self = listing.dir;
+      children = listing.entries;
+    } catch (e) {
+      if (!isVfsError(e, 'NOT_A_DIR')) throw e;
+      self = await vfs.stat(dav.ctx, dav.path);
+    }
+  } else self = await vfs.stat(dav.ctx, dav.path);
+
+  const wantsQuota = want.kind === 'prop' && want.names.some((n) => n.ns === DAV_NS && n.local.startsWith('quota-'));
+  let quota: Quota | undefined;
+  if (wantsQuota) {
+    const u = await vfs.usage(dav.ctx, dav.path).catch(() => ({}) as { total?: number; free?: number; used?: number });
+    const available = u.free ?? (u.total !== undefined && u.used !== undefined ? u.total - u.used : undefined);
+    quota = { available, used: u.used };
+  }
+  const basePath = dav.ctx.principal.basePath;
+  const live: LiveCtx = {
+    basePath,
+    siteBase: dav.deps.siteBase,
+    quota,
+    locks: (e) => (dav.locks.empty ? [] : dav.locks.covering(e.vpath)),
+  };
+  const render = renderer(dav, want, live);
+  const out = new MultiStatus(dav.res);
+  await out.add(render(self, hrefOf(dav.path, self.isDir, dav.deps.siteBase), dav.path));
+  if (children.length) {
+    const base = childHrefBase(dav.path, dav.deps.siteBase);
+    const parent = dav.path === '/' ? '' : dav.path;
+    for (const c of children) {
+      await out.add(render(c, base + hrefSegment(c.name) + (c.isDir ? '/' : ''), parent + '/' + c.name));
+    }
+  }
+  await out.end();
+}
+
+type Renderer = (e: Entry, href: string, userPath: string) => string;
+
+function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
+  const deadOf = (userPath: string) => (dav.props.empty ? [] : dav.props.get(vpathOf(dav, userPath)));
+  const wrap = (href: string, inner: string) => `<D:response><D:href>${esc(href)}</D:href>${inner}</D:response>`;
+
+  if (want.kind === 'propname') {
+    return (e, href, p) => {
+      const names = ALLPROP.filter((n) => LIVE[n]!(e, live) !== undefined).map((n) => `<D:${n}/>`);
+      for (const d of deadOf(p)) names.push(nsElement(d.ns, d.local));
+      return wrap(href, propstat(names.join(''), 200));
+    };
+  }
+  if (want.kind === 'allprop') {
+    return (e, href, p) => {
+      let found = allLive(e, live);
+      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, d.xml);
+      for (const q of want.include) if (q.ns === DAV_NS && q.local.startsWith('quota-')) found += LIVE[q.local]?.(e, live) ?? '';
+      return wrap(href, propstat(found, 200));
+    };
+  }
+  const names = want.names;
+  return (e, href, p) => {
+    let found = '';
+    let missing = '';
+    const dead = deadOf(p);
+    for (const q of names) {
+      const liveFn = q.ns === DAV_NS ? LIVE[q.local] : undefined;
+      const v = liveFn ? liveFn(e, live) : undefined;
+      if (v !== undefined) {
+        found += v;
+        continue;
+      }
+      const d = dead.find((x) => x.ns === q.ns && x.local === q.local);
+      if (d) found += nsElement(d.ns, d.local, d.xml);
+      else missing += qnameXml(q);
+    }
+    return wrap(href, (found ? propstat(found, 200) : '') + (missing ? propstat(missing, 404) : ''));
+  };
+}

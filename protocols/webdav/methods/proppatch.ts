@@ -1,0 +1,66 @@
+/**
+ * PROPPATCH (RFC 4918 §9.2): dead properties, set and removed in document order, all or nothing.
+ * Live DAV: properties are protected (403, the rest 424). Setting Windows' Win32LastModifiedTime
+ * also sets the file's mtime through the VFS, so Explorer copies keep their dates.
+ */
+import { can } from '../../../src/auth/principal.js';
+import { VfsError } from '../../../src/errors.js';
+import { checkWrite } from '../conditions.js';
+import type { DeadProp, PropOp } from '../dead-props.js';
+import { DavError } from '../errors.js';
+import { isLive } from '../live-props.js';
+import { MultiStatus, propstat } from '../multistatus.js';
+import { hrefOf, parentOf, readBody, vpathOf, type Dav } from '../request.js';
+import { DAV_NS, elems, esc, nsElement, parseXml, serializeContent, textOf } from '../xml.js';
+
+const MS_NS = 'urn:schemas-microsoft-com:';
+
+export function parsePropertyUpdate(body: string): PropOp[] {
+  const root = parseXml(body);
+  if (root.ns !== DAV_NS || root.local !== 'propertyupdate') throw new DavError(400, 'expected DAV:propertyupdate');
+  const ops: PropOp[] = [];
+  for (const action of elems(root, DAV_NS)) {
+    if (action.local !== 'set' && action.local !== 'remove') continue;
+    for (const prop of elems(action, DAV_NS, 'prop')) {
+      for (const p of elems(prop)) {
+        if (action.local === 'set') ops.push({ op: 'set', prop: { ns: p.ns, local: p.local, xml: serializeContent(p) } });
+        else ops.push({ op: 'remove', ns: p.ns, local: p.local });
+      }
+    }
+  }
+  if (!ops.length) throw new DavError(400, 'empty propertyupdate');
+  return ops;
+}
+
+const nameXml = (ns: string, local: string) => (ns === DAV_NS ? `<D:${local}/>` : nsElement(ns, local));
+const opName = (o: PropOp) => (o.op === 'set' ? o.prop : o);
+
+export async function proppatch(dav: Dav): Promise<void> {
+  if (!can.webdavManage(dav.ctx.principal)) throw new VfsError('FORBIDDEN');
+  const ops = parsePropertyUpdate(await readBody(dav.req));
+  const { vfs } = dav.deps;
+  const entry = await vfs.stat(dav.ctx, dav.path);
+  if (!(await vfs.facts(dav.ctx, parentOf(dav.path))).write) {
+    throw new VfsError('READ_ONLY');
+  }
+  await checkWrite(dav, [{ path: dav.path }]);
+
+  const protectedOps = ops.filter((o) => isLive(opName(o).ns, opName(o).local));
+  const out = new MultiStatus(dav.res);
+  const href = `<D:href>${esc(hrefOf(dav.path, entry.isDir, dav.deps.siteBase))}</D:href>`;
+  if (protectedOps.length) {
+    const forbidden = protectedOps.map((o) => nameXml(opName(o).ns, opName(o).local)).join('');
+    const others = ops.filter((o) => !protectedOps.includes(o)).map((o) => nameXml(opName(o).ns, opName(o).local)).join('');
+    await out.add(`<D:response>${href}${propstat(forbidden, 403)}${others ? propstat(others, 424) : ''}</D:response>`);
+    return out.end();
+  }
+  await dav.props.apply(vpathOf(dav, dav.path), ops);
+  const mtime = ops.find((o): o is { op: 'set'; prop: DeadProp } => o.op === 'set' && o.prop.ns === MS_NS && o.prop.local === 'Win32LastModifiedTime');
+  if (mtime && !entry.isDir) {
+    const d = new Date(textOf(parseXml(`<v>${mtime.prop.xml}</v>`)));
+    if (!Number.isNaN(d.getTime())) await vfs.setModified(dav.ctx, dav.path, d).catch(() => undefined);
+  }
+  const names = [...new Map(ops.map((o) => [`{${opName(o).ns}}${opName(o).local}`, nameXml(opName(o).ns, opName(o).local)])).values()];
+  await out.add(`<D:response>${href}${propstat(names.join(''), 200)}</D:response>`);
+  await out.end();
+}

@@ -1,0 +1,158 @@
+/**
+ * XML for WebDAV: request bodies are parsed with fast-xml-parser into a small namespace-resolved
+ * tree (the parser itself knows nothing about namespaces); responses are plain strings built with
+ * `esc`, never a DOM. Dead property values are kept as self-contained XML fragments (every element
+ * re-declares its namespace), so they can be echoed inside any response.
+ */
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { DavError } from './errors.js';
+
+export const DAV_NS = 'DAV:';
+
+export interface XElem {
+  ns: string;
+  local: string;
+  /** Attributes other than namespace declarations, by their raw name; values decoded. */
+  attrs: Record<string, string>;
+  /** Prefix → URI in scope at this element ('' is the default namespace). */
+  scope: ReadonlyMap<string, string>;
+  children: XNode[];
+}
+export type XNode = XElem | string;
+
+const parser = new XMLParser({
+  preserveOrder: true,
+  ignoreAttributes: false,
+  attributeNamePrefix: '',
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: false,
+  processEntities: false, // decoded below: only the XML built-ins and character references
+  htmlEntities: false,
+  ignoreDeclaration: true,
+  ignorePiTags: true,
+  cdataPropName: '#cdata',
+});
+
+const ENT: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+
+function decode(s: string): string {
+  if (!s.includes('&')) return s;
+  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);/g, (m, e: string) => {
+    if (e[0] === '#') {
+      const cp = e[1] === 'x' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
+      if (!(cp >= 0 && cp <= 0x10ffff)) throw new DavError(400, 'bad character reference');
+      return String.fromCodePoint(cp);
+    }
+    const v = ENT[e];
+    if (v === undefined) throw new DavError(400, `unknown entity ${m}`);
+    return v;
+  });
+}
+
+type Raw = Record<string, unknown>;
+
+function split(name: string): [string, string] {
+  const i = name.indexOf(':');
+  return i < 0 ? ['', name] : [name.slice(0, i), name.slice(i + 1)];
+}
+
+function build(raw: Raw, parentScope: ReadonlyMap<string, string>): XNode {
+  if ('#text' in raw) return decode(String(raw['#text']));
+  if ('#cdata' in raw) return ((raw['#cdata'] as Raw[]) ?? []).map((t) => String(t['#text'] ?? '')).join('');
+  const name = Object.keys(raw).find((k) => k !== ':@');
+  if (!name) throw new DavError(400, 'malformed XML');
+  const rawAttrs = (raw[':@'] as Record<string, string> | undefined) ?? {};
+  let scope = parentScope;
+  const attrs: Record<string, string> = {};
+  for (const [k, v] of Object.entries(rawAttrs)) {
+    const val = decode(String(v));
+    if (k === 'xmlns' || k.startsWith('xmlns:')) {
+      if (scope === parentScope) scope = new Map(parentScope);
+      const prefix = k === 'xmlns' ? '' : k.slice(6);
+      // Namespaces in XML 1.0: a prefix may not be bound to the empty name (litmus propfind_invalid2).
+      if (prefix !== '' && val === '') throw new DavError(400, 'invalid namespace declaration');
+      (scope as Map<string, string>).set(prefix, val);
+    } else attrs[k] = val;
+  }
+  const [prefix, local] = split(name);
+  const ns = scope.get(prefix);
+  if (ns === undefined) {
+    if (prefix !== '') throw new DavError(400, `undeclared namespace prefix ${prefix}`);
+  }
+  const children = ((raw[name] as Raw[]) ?? []).map((c) => build(c, scope));
+  return { ns: ns ?? '', local, attrs, scope, children };
+}
+
+/** Parse a request body; anything not well-formed (or with a DTD) is a 400. */
+export function parseXml(text: string): XElem {
+  const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  if (/<!DOCTYPE/i.test(body)) throw new DavError(400, 'DTDs are not accepted');
+  if (XMLValidator.validate(body) !== true) throw new DavError(400, 'malformed XML');
+  const roots = (parser.parse(body) as Raw[]).map((r) => build(r, new Map([['xml', 'http://www.w3.org/XML/1998/namespace']])));
+  const elems = roots.filter((r): r is XElem => typeof r !== 'string');
+  if (elems.length !== 1 || roots.some((r) => typeof r === 'string' && r.trim() !== '')) throw new DavError(400, 'malformed XML');
+  return elems[0]!;
+}
+
+export const isElem = (n: XNode): n is XElem => typeof n !== 'string';
+
+export function elems(e: XElem, ns?: string, local?: string): XElem[] {
+  return e.children.filter((c): c is XElem => isElem(c) && (ns === undefined || c.ns === ns) && (local === undefined || c.local === local));
+}
+
+export function child(e: XElem, ns: string, local: string): XElem | undefined {
+  return elems(e, ns, local)[0];
+}
+
+export function textOf(e: XElem): string {
+  return e.children.map((c) => (typeof c === 'string' ? c : textOf(c))).join('');
+}
+
+const SPECIAL = /[&<>"']/;
+const SPECIALS = /[&<>"']/g;
+const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+// Characters XML 1.0 cannot carry at all (C0 controls other than tab/LF/CR, lone surrogates, FFFE/FFFF).
+// eslint-disable-next-line no-control-regex
+const INVALID_SRC = '[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\ufffe\\uffff]|[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]';
+// A cheap first test without look-arounds; the exact pattern runs only when it hits.
+const MAYBE_INVALID = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff\ufffe\uffff]/;
+const INVALID = new RegExp(INVALID_SRC, 'g');
+
+/** Escape text or an attribute value for XML output. */
+export function esc(s: string): string {
+  const out = SPECIAL.test(s) ? s.replace(SPECIALS, (c) => ESC[c]!) : s;
+  return MAYBE_INVALID.test(out) ? out.replace(INVALID, '\ufffd') : out;
+}
+
+/** Serialise an element's content so it stands alone: each element declares its own namespace. */
+export function serializeContent(e: XElem): string {
+  return e.children.map((c) => (typeof c === 'string' ? esc(c) : serializeElem(c))).join('');
+}
+
+function serializeElem(e: XElem): string {
+  let attrs = ` xmlns="${esc(e.ns)}"`;
+  let n = 0;
+  for (const [k, v] of Object.entries(e.attrs)) {
+    const [prefix, local] = split(k);
+    if (prefix === '' || prefix === 'xml') attrs += ` ${k}="${esc(v)}"`;
+    else {
+      const p = `a${n++}`;
+      attrs += ` xmlns:${p}="${esc(e.scope.get(prefix) ?? '')}" ${p}:${local}="${esc(v)}"`;
+    }
+  }
+  const inner = serializeContent(e);
+  return inner === '' ? `<${e.local}${attrs}/>` : `<${e.local}${attrs}>${inner}</${e.local}>`;
+}
+
+/** An element in its own (default) namespace, for dead properties and unknown property names. */
+export function nsElement(ns: string, local: string, inner = ''): string {
+  return inner === '' ? `<${local} xmlns="${esc(ns)}"/>` : `<${local} xmlns="${esc(ns)}">${inner}</${local}>`;
+}
+
+export const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n';
+
+/** A `<D:error>` body naming a precondition (RFC 4918 §16). */
+export function errorBody(condition: string): string {
+  return `${XML_HEAD}<D:error xmlns:D="DAV:"><D:${condition}/></D:error>`;
+}

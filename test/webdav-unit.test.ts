@@ -1,0 +1,180 @@
+/** Unit tests of the WebDAV adapter's pure parts: If header, locks, XML, ranges, Basic auth. */
+import { describe, expect, it } from 'vitest';
+import type { KvRepo } from '../src/store/store.js';
+import { evaluateIf, parseIf, submittedTokens, type ResourceState } from '../protocols/webdav/if-header.js';
+import { ancestry, LockManager, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
+import { DeadProps } from '../protocols/webdav/dead-props.js';
+import { esc, parseXml, serializeContent } from '../protocols/webdav/xml.js';
+import { parseRange } from '../protocols/webdav/methods/get-put.js';
+import { parseBasic } from '../protocols/webdav/auth.js';
+import { userPathOf, hrefOf, sitePathOf } from '../protocols/webdav/request.js';
+import { STATUS_BY_CODE, statusOf } from '../protocols/webdav/errors.js';
+import { VfsError } from '../src/errors.js';
+
+function memKv(): KvRepo & { data: Map<string, unknown> } {
+  const data = new Map<string, unknown>();
+  return {
+    data,
+    get: async <T>(ns: string, k: string) => data.get(`${ns}\0${k}`) as T | undefined,
+    set: async (ns, k, v) => void data.set(`${ns}\0${k}`, structuredClone(v)),
+    delete: async (ns, k) => data.delete(`${ns}\0${k}`),
+    entries: async <T>(ns: string) =>
+      [...data].filter(([k]) => k.startsWith(ns + '\0')).map(([k, v]) => [k.slice(ns.length + 1), structuredClone(v) as T] as [string, T]),
+  };
+}
+
+describe('If header', () => {
+  it('parses untagged and tagged lists with Not, tokens and etags', () => {
+    expect(parseIf('(<urn:a> ["e1"]) (Not <DAV:no-lock>)')).toEqual([
+      { resource: undefined, conditions: [{ not: false, token: 'urn:a' }, { not: false, etag: '"e1"' }] },
+      { resource: undefined, conditions: [{ not: true, token: 'DAV:no-lock' }] },
+    ]);
+    expect(parseIf('<http://h/dav/x> (<urn:a>) <http://h/dav/y> ([W/"e"])')).toEqual([
+      { resource: 'http://h/dav/x', conditions: [{ not: false, token: 'urn:a' }] },
+      { resource: 'http://h/dav/y', conditions: [{ not: false, etag: 'W/"e"' }] },
+    ]);
+  });
+
+  it('rejects malformed headers', () => {
+    for (const h of ['', '(', '()', '(<a>', '<x>', 'junk', '(<a>) <x> (<b>)', '(Not)']) expect(() => parseIf(h), h).toThrow();
+  });
+
+  it('evaluates: any list true, all conditions in a list true', async () => {
+    const state = async (): Promise<ResourceState> => ({ tokens: new Set(['urn:t']), etag: '"e"' });
+    expect(await evaluateIf(parseIf('(<urn:t> ["e"])'), state)).toBe(true);
+    expect(await evaluateIf(parseIf('(<DAV:no-lock> ["e"])'), state)).toBe(false);
+    expect(await evaluateIf(parseIf('(<urn:tx>) (Not <DAV:no-lock>)'), state)).toBe(true);
+    expect(await evaluateIf(parseIf('(<urn:t> ["x"]) (Not <DAV:no-lock> ["x"])'), state)).toBe(false);
+    expect(await evaluateIf(parseIf('([W/"e"])'), state)).toBe(true);
+    expect(submittedTokens(parseIf('(<urn:t>) (Not <urn:u>)'))).toEqual(new Set(['urn:t']));
+  });
+});
+
+describe('locks', () => {
+  const base = { depth: 'infinity' as const, scope: 'exclusive' as const, owner: '', userId: 1, timeout: 60 };
+
+  it('covers descendants with depth infinity, only the root with depth 0', async () => {
+    const m = new LockManager(memKv());
+    const a = await m.create({ ...base, root: '/a' });
+    const b = await m.create({ ...base, root: '/b', depth: '0' });
+    expect(m.covering('/a/x/y').map((l) => l.token)).toEqual([a.token]);
+    expect(m.covering('/ab')).toEqual([]);
+    expect(m.covering('/b').map((l) => l.token)).toEqual([b.token]);
+    expect(m.covering('/b/x')).toEqual([]);
+    expect(m.within('/').length).toBe(2);
+    expect(ancestry('/a/b')).toEqual(['/', '/a', '/a/b']);
+  });
+
+  it('shared locks coexist, exclusive ones conflict (also with locks below a depth-infinity lock)', async () => {
+    const m = new LockManager(memKv());
+    await m.create({ ...base, root: '/s', scope: 'shared' });
+    await m.create({ ...base, root: '/s', scope: 'shared' });
+    await expect(m.create({ ...base, root: '/s' })).rejects.toMatchObject({ code: 'LOCKED' });
+    await m.create({ ...base, root: '/p/q/r', depth: '0' });
+    await expect(m.create({ ...base, root: '/p' })).rejects.toMatchObject({ code: 'LOCKED' });
+    expect(m.conflicts('/p', '0', 'exclusive')).toEqual([]);
+  });
+
+  it('persists, refreshes, expires and removes', async () => {
+    const kv = memKv();
+    let now = 1_000_000;
+    const m = new LockManager(kv, () => now);
+    const l = await m.create({ ...base, root: '/f', depth: '0' });
+    const again = new LockManager(kv, () => now);
+    await again.ready();
+    expect(again.get(l.token)?.root).toBe('/f');
+    now += 59_000;
+    await again.refresh(l.token, 60);
+    now += 59_000;
+    expect(again.covering('/f')).toHaveLength(1);
+    now += 2_000;
+    expect(again.covering('/f')).toHaveLength(0);
+    const l2 = await again.create({ ...base, root: '/g/h' });
+    await again.removeWithin('/g');
+    expect(again.get(l2.token)).toBeUndefined();
+    expect(again.empty).toBe(true);
+  });
+
+  it('parses Timeout headers with a cap', () => {
+    expect(parseTimeout('Second-120')).toBe(120);
+    expect(parseTimeout('Infinite, Second-4100000000')).toBe(MAX_TIMEOUT_S);
+    expect(parseTimeout('Second-9999999999')).toBe(MAX_TIMEOUT_S);
+    expect(parseTimeout(undefined)).toBe(3600);
+  });
+});
+
+describe('dead properties', () => {
+  it('apply in order, follow moves and copies, vanish on delete', async () => {
+    const kv = memKv();
+    const p = new DeadProps(kv);
+    const prop = (local: string, xml = 'v') => ({ op: 'set' as const, prop: { ns: 'urn:x', local, xml } });
+    await p.apply('/a/f', [prop('x'), { op: 'remove', ns: 'urn:x', local: 'x' }, prop('y')]);
+    expect(p.get('/a/f').map((d) => d.local)).toEqual(['y']);
+    await p.moveTree('/a', '/b');
+    expect(p.get('/a/f')).toEqual([]);
+    expect(p.get('/b/f')[0]?.local).toBe('y');
+    await p.copyTree('/b', '/c');
+    await p.removeTree('/b');
+    const reloaded = new DeadProps(kv);
+    await reloaded.ready();
+    expect(reloaded.get('/b/f')).toEqual([]);
+    expect(reloaded.get('/c/f')[0]?.xml).toBe('v');
+  });
+});
+
+describe('XML', () => {
+  it('resolves namespaces and refuses bad ones, DTDs and junk', () => {
+    const e = parseXml('<D:propfind xmlns:D="DAV:"><D:prop><x:a xmlns:x="urn:x"/><b xmlns=""/></D:prop></D:propfind>');
+    expect([e.ns, e.local]).toEqual(['DAV:', 'propfind']);
+    for (const bad of ['<foo>', '<a:b/>', '<D:a xmlns:D="DAV:"><x:b xmlns:x=""/></D:a>', '<!DOCTYPE a [<!ENTITY e "x">]><a>&e;</a>', '<a/><b/>']) {
+      expect(() => parseXml(bad), bad).toThrow();
+    }
+  });
+
+  it('keeps property values self-contained and decodes character references', () => {
+    const e = parseXml(`<p xmlns="urn:p"><v><t:x xmlns:t="urn:t" t:at="1">&#65536;&amp;</t:x>text</v></p>`);
+    const v = e.children[0] as Parameters<typeof serializeContent>[0];
+    expect(serializeContent(v)).toBe('<x xmlns="urn:t" xmlns:a0="urn:t" a0:at="1">\u{10000}&amp;</x>text');
+    expect(esc('a<b&"\u0001')).toBe('a&lt;b&amp;&quot;\ufffd');
+  });
+});
+
+describe('paths, ranges, auth, statuses', () => {
+  it('maps URLs to user paths and back', () => {
+    expect(userPathOf('/dav/a%20b/c?x=1')).toBe('/a b/c');
+    expect(userPathOf('http://h:1/dav/')).toBe('/');
+    expect(userPathOf('/other')).toBeUndefined();
+    expect(() => userPathOf('/dav/%2e%2e/x')).toThrow();
+    expect(() => userPathOf('/dav/%zz')).toThrow();
+    expect(hrefOf('/a b/ü', true)).toBe('/dav/a%20b/%C3%BC/');
+    // Behind a proxy at a sub-path (site_url https://nas/tg): hrefs carry it, Destinations may too.
+    expect(hrefOf('/x', false, '/tg')).toBe('/tg/dav/x');
+    expect(userPathOf('https://nas/tg/dav/x%20y', '/tg')).toBe('/x y');
+    expect(userPathOf('/dav/x', '/tg')).toBe('/x');
+    expect(sitePathOf('https://nas/tg/')).toBe('/tg');
+    expect(sitePathOf('')).toBe('');
+  });
+
+  it('parses single byte ranges', () => {
+    expect(parseRange('bytes=0-9', 100)).toEqual({ start: 0, end: 9 });
+    expect(parseRange('bytes=90-', 100)).toEqual({ start: 90, end: 99 });
+    expect(parseRange('bytes=-10', 100)).toEqual({ start: 90, end: 99 });
+    expect(parseRange('bytes=95-200', 100)).toEqual({ start: 95, end: 99 });
+    expect(parseRange('bytes=100-', 100)).toBe('bad');
+    expect(parseRange('bytes=0-1,5-6', 100)).toBeUndefined();
+    expect(parseRange('bytes=0-1', 0)).toBeUndefined();
+  });
+
+  it('parses Basic credentials (passwords may hold colons)', () => {
+    const h = 'Basic ' + Buffer.from('u:p:w').toString('base64');
+    expect(parseBasic(h)).toEqual({ username: 'u', password: 'p:w' });
+    expect(parseBasic('Bearer x')).toBeUndefined();
+  });
+
+  it('maps every VFS code, with 412 for EXISTS on COPY/MOVE', () => {
+    expect(STATUS_BY_CODE.PASSWORD_REQUIRED).toBe(403);
+    expect(statusOf(new VfsError('EXISTS'), 'MKCOL')).toBe(405);
+    expect(statusOf(new VfsError('EXISTS'), 'MOVE')).toBe(412);
+    expect(statusOf(new Error('x'))).toBe(500);
+  });
+});
