@@ -1,0 +1,48 @@
+/**
+ * Entry → SFTP ATTRS and `ls -l` style longnames. The VFS has no owners or modes, so files show
+ * 0644 and folders 0755 (what clients need to tell them apart); owner/group are the session's user.
+ */
+import type { Attributes, FileEntry } from 'ssh2';
+import type { Entry } from '../../src/vfs/types.js';
+
+const S_IFDIR = 0o040000;
+const S_IFREG = 0o100000;
+
+export function attrsOf(e: Pick<Entry, 'isDir' | 'size' | 'modified'>): Attributes {
+  const mtime = Math.floor(e.modified.getTime() / 1000);
+  return {
+    mode: e.isDir ? S_IFDIR | 0o755 : S_IFREG | 0o644,
+    uid: 0,
+    gid: 0,
+    size: e.isDir ? 0 : e.size,
+    atime: mtime,
+    mtime,
+  };
+}
+
+const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const SIX_MONTHS_MS = 182 * 24 * 3600 * 1000;
+
+/** `ls -l` date column: "Mon dd HH:MM" within six months, else "Mon dd  yyyy" (what FileZilla parses). */
+function lsDate(d: Date, now: number): string {
+  const mon = MONTHS[d.getUTCMonth()];
+  const day = String(d.getUTCDate()).padStart(2, ' ');
+  if (Math.abs(now - d.getTime()) < SIX_MONTHS_MS) {
+    const hh = String(d.getUTCHours()).padStart(2, '0');
+    const mm = String(d.getUTCMinutes()).padStart(2, '0');
+    return `${mon} ${day} ${hh}:${mm}`;
+  }
+  return `${mon} ${day}  ${d.getUTCFullYear()}`;
+}
+
+/** OpenSSH's format: "%s %3u %-8.8s %-8.8s %8llu %s %s". */
+export function longnameOf(e: Pick<Entry, 'isDir' | 'size' | 'modified' | 'name'>, owner: string, now = Date.now()): string {
+  const perm = e.isDir ? 'drwxr-xr-x' : '-rw-r--r--';
+  const o = owner.slice(0, 8).padEnd(8, ' ');
+  const size = String(e.isDir ? 0 : e.size).padStart(8, ' ');
+  return `${perm}   1 ${o} ${o} ${size} ${lsDate(e.modified, now)} ${e.name}`;
+}
+
+export function fileEntryOf(e: Entry, owner: string, now: number): FileEntry {
+  return { filename: e.name, longname: longnameOf(e, owner, now), attrs: attrsOf(e) };
+}

@@ -1,0 +1,118 @@
+/**
+ * SSH user authentication → a Principal. Every decision comes from shared code: passwords through
+ * Accounts.authenticate (the one login decision: per-IP throttle, disabled users, the SFTP login
+ * bit, 2FA), keys through auth/sshkeys.ts (constant-time blob lookup) plus can.login for the same
+ * disabled/bit10 refusal. Only the signature check is ours: ssh2 leaves it to the server.
+ *
+ * 2FA (README "## SFTP"): the `password` method cannot carry a TOTP code, so it refuses users with
+ * 2FA; `keyboard-interactive` asks "Password:" and, for those users, then "Verification code:".
+ * Public keys are a second factor of their own and skip TOTP, as in AList.
+ */
+import type { AuthContext, KeyboardAuthContext, PasswordAuthContext, PublicKeyAuthContext } from 'ssh2';
+import ssh2 from 'ssh2';
+import type { Logger } from 'pino';
+import type { Accounts, LoginResult } from '../../src/auth/accounts.js';
+import { principalOf } from '../../src/auth/accounts.js';
+import { can, type Principal } from '../../src/auth/principal.js';
+import { findKeyOwner, touchKey } from '../../src/auth/sshkeys.js';
+import type { Store } from '../../src/store/store.js';
+
+const { utils } = ssh2;
+const METHODS: AuthContext['method'][] = ['publickey', 'keyboard-interactive', 'password'];
+
+export interface AuthDeps {
+  store: Store;
+  accounts: Accounts;
+  log: Logger;
+}
+
+export class SftpAuth {
+  /** Set once a method accepted; the session's identity. */
+  principal?: Principal;
+
+  constructor(private readonly d: AuthDeps, private readonly ip: string) {}
+
+  handle(ctx: AuthContext): void {
+    this.dispatch(ctx).catch((err: unknown) => {
+      this.d.log.error({ err, user: ctx.username }, 'sftp authentication failed with an error');
+      ctx.reject(METHODS);
+    });
+  }
+
+  private async dispatch(ctx: AuthContext): Promise<void> {
+    switch (ctx.method) {
+      case 'publickey':
+        return this.publickey(ctx);
+      case 'password':
+        return this.password(ctx);
+      case 'keyboard-interactive':
+        return this.keyboard(ctx);
+      default:
+        ctx.reject(METHODS);
+    }
+  }
+
+  private accept(ctx: AuthContext, principal: Principal, method: string): void {
+    this.principal = principal;
+    this.d.log.info({ user: principal.username, ip: this.ip, method }, 'sftp login');
+    ctx.accept();
+  }
+
+  private refuse(ctx: AuthContext, reason: string): void {
+    this.d.log.info({ user: ctx.username, ip: this.ip, method: ctx.method, reason }, 'sftp login refused');
+    ctx.reject(METHODS);
+  }
+
+  private async publickey(ctx: PublicKeyAuthContext): Promise<void> {
+    if (!this.d.accounts.throttle.allow(this.ip)) return this.refuse(ctx, 'throttled');
+    // Looked up on every attempt: a key deleted over REST stops working at once.
+    const found = await findKeyOwner(this.d.store, ctx.username, ctx.key.data);
+    if (!found) return this.refuse(ctx, 'unknown key');
+    const principal = principalOf(found.user);
+    if (principal.disabled) return this.refuse(ctx, 'disabled');
+    if (!can.login(principal, 'sftp')) return this.refuse(ctx, 'protocol_denied');
+    // No signature: the client asks whether this key would do; it signs only after we say yes.
+    if (!ctx.signature || !ctx.blob) return ctx.accept();
+    const key = utils.parseKey(Buffer.from(found.key.key_blob, 'base64'));
+    if (key instanceof Error || Array.isArray(key) || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
+      this.d.accounts.throttle.fail(this.ip);
+      return this.refuse(ctx, 'bad signature');
+    }
+    await touchKey(this.d.store, found.key.id);
+    this.d.accounts.throttle.succeed(this.ip);
+    this.accept(ctx, principal, 'publickey');
+  }
+
+  private login(username: string, password: string, otp?: string): Promise<LoginResult> {
+    return this.d.accounts.authenticate({ username, password, otp, ip: this.ip, protocol: 'sftp' });
+  }
+
+  private async password(ctx: PasswordAuthContext): Promise<void> {
+    const r = await this.login(ctx.username, ctx.password);
+    if (r.ok) return this.accept(ctx, r.principal, 'password');
+    this.refuse(ctx, r.reason === 'otp_required' ? 'otp_required (use keyboard-interactive)' : r.reason);
+  }
+
+  private async keyboard(ctx: KeyboardAuthContext): Promise<void> {
+    const password = await ask(ctx, 'Password: ', false);
+    if (password === undefined) return this.refuse(ctx, 'aborted');
+    let r = await this.login(ctx.username, password);
+    if (!r.ok && r.reason === 'otp_required') {
+      // Reached only with the right password (Accounts checks it before the code).
+      const code = await ask(ctx, 'Verification code: ', true);
+      if (code === undefined) return this.refuse(ctx, 'aborted');
+      r = await this.login(ctx.username, password, code.trim());
+    }
+    if (r.ok) return this.accept(ctx, r.principal, 'keyboard-interactive');
+    this.refuse(ctx, r.reason);
+  }
+}
+
+/** One keyboard-interactive prompt; undefined when the client aborted or answered nothing. */
+function ask(ctx: KeyboardAuthContext, prompt: string, echo: boolean): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    ctx.prompt([{ prompt, echo }], 'treegate', (answers: string[] | Error) => {
+      resolve(Array.isArray(answers) ? answers[0] : undefined);
+    });
+  });
+}

@@ -1,0 +1,31 @@
+/**
+ * A folder opened with OPENDIR: one vfs.list snapshot (hidden entries already removed by the VFS),
+ * handed out in READDIR batches. OpenSSH's server sends 100 names per batch; bigger batches mean
+ * fewer round trips for large folders while staying far below the 256 KiB packet limit.
+ */
+import type { FileEntry } from 'ssh2';
+import type { Entry } from '../../src/vfs/types.js';
+import { fileEntryOf } from './attrs.js';
+
+const BATCH_ENTRIES = 512;
+const BATCH_BYTES = 128 * 1024;
+
+export class DirHandle {
+  readonly kind = 'dir' as const;
+  private pos = 0;
+
+  constructor(readonly path: string, private readonly entries: Entry[]) {}
+
+  /** The next batch of `ls -l` style names, or null when all were sent (SFTP EOF). */
+  next(owner: string, now = Date.now()): FileEntry[] | null {
+    if (this.pos >= this.entries.length) return null;
+    const batch: FileEntry[] = [];
+    let bytes = 0;
+    while (this.pos < this.entries.length && batch.length < BATCH_ENTRIES && bytes < BATCH_BYTES) {
+      const fe = fileEntryOf(this.entries[this.pos++]!, owner, now);
+      bytes += 64 + Buffer.byteLength(fe.filename) + Buffer.byteLength(fe.longname);
+      batch.push(fe);
+    }
+    return batch;
+  }
+}

@@ -1,0 +1,306 @@
+/**
+ * One SFTP channel: ssh2 request events → VFS calls with the session's AccessContext. Nothing here
+ * decides permissions, meta rules or path containment; the VFS does, and errors.ts maps its codes.
+ * The handle table is per channel and every handle is released when the channel ends, whatever way.
+ */
+import { posix } from 'node:path';
+import type { Attributes, InputAttributes, SFTPWrapper } from 'ssh2';
+import ssh2 from 'ssh2';
+import type { Logger } from 'pino';
+import type { AccessContext } from '../../src/auth/principal.js';
+import { isVfsError, VfsError } from '../../src/errors.js';
+import type { Entry, VfsApi } from '../../src/vfs/types.js';
+import { attrsOf } from './attrs.js';
+import { DirHandle } from './dir-handle.js';
+import { STATUS, statusOf } from './errors.js';
+import { ADVERTISED, handleExtended } from './extended.js';
+import { advertiseExtensions, sendExitStatus } from './openssh-ext.js';
+import { ReadHandle } from './read-handle.js';
+import { WriteHandle } from './write-handle.js';
+
+const { OPEN_MODE } = ssh2.utils.sftp;
+/** Open handles per channel: bounds fds and streams a client can pin (advertised in limits). */
+export const MAX_HANDLES = 256;
+/** How long a client EOF waits for in-flight requests (a CLOSE finishing its put) before closing. */
+const EOF_DRAIN_MS = 30_000;
+
+type Handle = DirHandle | ReadHandle | WriteHandle;
+
+export interface SessionDeps {
+  vfs: VfsApi;
+  ctx: AccessContext;
+  /** Aborts ctx.signal: in-flight VFS calls stop when the session is gone. */
+  abort: AbortController;
+  tmpDir: string;
+  log: Logger;
+  /** Called on every request (idle timeout). */
+  touch(): void;
+}
+
+/** Client paths are relative to the user's root: `.` and `` are `/`, `..` stops at `/`. */
+export function clientPath(p: string): string {
+  return posix.resolve('/', p);
+}
+
+export class SftpSession {
+  private readonly handles = new Map<string, Handle>();
+  private nextHandle = 1;
+  private inflight = 0;
+  private idle?: () => void;
+  private ended = false;
+
+  constructor(private readonly sftp: SFTPWrapper, private readonly d: SessionDeps) {
+    advertiseExtensions(sftp, ADVERTISED);
+    this.listen();
+    sftp.on('end', () => void this.clientEof());
+    sftp.on('close', () => this.teardown());
+    sftp.on('error', (err: Error) => {
+      d.log.debug({ err }, 'sftp channel error');
+      this.teardown();
+    });
+  }
+
+  private get vfs() {
+    return this.d.vfs;
+  }
+
+  private get ctx() {
+    return this.d.ctx;
+  }
+
+  /** Run one request: any throw becomes the mapped STATUS. */
+  private run(reqId: number, fn: () => Promise<void>): void {
+    this.d.touch();
+    this.inflight++;
+    fn()
+      .catch((e: unknown) => {
+        if (!isVfsError(e)) this.d.log.error({ err: e }, 'sftp request failed');
+        const s = statusOf(e);
+        this.sftp.status(reqId, s.code, s.message);
+      })
+      .finally(() => {
+        if (--this.inflight === 0) this.idle?.();
+      });
+  }
+
+  private ok(reqId: number): void {
+    this.sftp.status(reqId, STATUS.OK);
+  }
+
+  private addHandle(h: Handle): Buffer {
+    const id = Buffer.alloc(4);
+    id.writeUInt32BE(this.nextHandle++ >>> 0, 0);
+    this.handles.set(id.toString('hex'), h);
+    return id;
+  }
+
+  private handle(id: Buffer): Handle {
+    const h = this.handles.get(id.toString('hex'));
+    if (!h) throw new VfsError('INVALID', 'invalid handle');
+    return h;
+  }
+
+  private async statOrUndefined(path: string): Promise<Entry | undefined> {
+    try {
+      return await this.vfs.stat(this.ctx, path);
+    } catch (e) {
+      if (isVfsError(e, 'NOT_FOUND')) return undefined;
+      throw e;
+    }
+  }
+
+  private listen(): void {
+    const s = this.sftp;
+    s.on('OPEN', (id: number, filename: string, flags: number) => this.run(id, () => this.open(id, clientPath(filename), flags)));
+    s.on('READ', (id: number, h: Buffer, offset: number, length: number) =>
+      this.run(id, async () => {
+        const r = this.handle(h);
+        if (r.kind !== 'read') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
+        const data = await r.read(offset, length);
+        if (data) s.data(id, data);
+        else s.status(id, STATUS.EOF);
+      }),
+    );
+    s.on('WRITE', (id: number, h: Buffer, offset: number, data: Buffer) =>
+      this.run(id, async () => {
+        const w = this.handle(h);
+        if (w.kind !== 'write') throw new VfsError('INVALID', 'handle not open for writing');
+        await w.write(offset, data);
+        this.ok(id);
+      }),
+    );
+    s.on('CLOSE', (id: number, h: Buffer) => this.run(id, () => this.close(id, h)));
+    s.on('FSTAT', (id: number, h: Buffer) => this.run(id, async () => s.attrs(id, await this.fstat(this.handle(h)))));
+    s.on('FSETSTAT', (id: number, h: Buffer, attrs: InputAttributes) =>
+      this.run(id, async () => {
+        const hd = this.handle(h);
+        if (hd.kind === 'write') {
+          if (attrs.mtime !== undefined) hd.setModified(toDate(attrs.mtime));
+        } else await this.setstat(hd.path, attrs);
+        this.ok(id);
+      }),
+    );
+    s.on('SETSTAT', (id: number, p: string, attrs: InputAttributes) => this.run(id, async () => (await this.setstat(clientPath(p), attrs), this.ok(id))));
+    const stat = (id: number, p: string) => this.run(id, async () => s.attrs(id, attrsOf(await this.vfs.stat(this.ctx, clientPath(p)))));
+    s.on('STAT', stat);
+    s.on('LSTAT', stat);
+    s.on('OPENDIR', (id: number, p: string) =>
+      this.run(id, async () => {
+        const path = clientPath(p);
+        const listing = await this.vfs.list(this.ctx, path);
+        s.handle(id, this.addHandle(new DirHandle(path, listing.entries)));
+      }),
+    );
+    s.on('READDIR', (id: number, h: Buffer) =>
+      this.run(id, async () => {
+        const hd = this.handle(h);
+        if (hd.kind !== 'dir') throw new VfsError('INVALID', 'not a directory handle');
+        const batch = hd.next(this.ctx.principal.username);
+        if (batch) s.name(id, batch);
+        else s.status(id, STATUS.EOF);
+      }),
+    );
+    s.on('REMOVE', (id: number, p: string) =>
+      this.run(id, async () => {
+        const path = clientPath(p);
+        if ((await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('IS_A_DIR', 'is a directory, use rmdir');
+        await this.vfs.remove(this.ctx, path);
+        this.ok(id);
+      }),
+    );
+    s.on('RMDIR', (id: number, p: string) =>
+      this.run(id, async () => {
+        const path = clientPath(p);
+        if (!(await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('NOT_A_DIR');
+        if ((await this.vfs.list(this.ctx, path)).entries.length) throw new VfsError('NOT_EMPTY');
+        await this.vfs.remove(this.ctx, path);
+        this.ok(id);
+      }),
+    );
+    s.on('MKDIR', (id: number, p: string) =>
+      this.run(id, async () => {
+        const path = clientPath(p);
+        if (await this.statOrUndefined(path)) throw new VfsError('EXISTS', 'file exists');
+        await this.vfs.mkdir(this.ctx, path);
+        this.ok(id);
+      }),
+    );
+    s.on('RENAME', (id: number, from: string, to: string) =>
+      this.run(id, async () => {
+        await this.vfs.moveTo(this.ctx, clientPath(from), clientPath(to), { overwrite: false });
+        this.ok(id);
+      }),
+    );
+    s.on('REALPATH', (id: number, p: string) =>
+      this.run(id, async () => {
+        const path = clientPath(p);
+        s.name(id, [{ filename: path, longname: path, attrs: {} as Attributes }]);
+      }),
+    );
+    s.on('EXTENDED', (id: number, name: string, data: Buffer | undefined) =>
+      this.run(id, async () => {
+        const r = await handleExtended(s, id, name, data, {
+          rename: async (from, to) => void (await this.vfs.moveTo(this.ctx, clientPath(from), clientPath(to), { overwrite: true })),
+          usage: (p) => this.vfs.usage(this.ctx, clientPath(p)),
+          handlePath: (h) => this.handle(h).path,
+          maxHandles: MAX_HANDLES,
+        });
+        if (r === 'ok') this.ok(id);
+      }),
+    );
+  }
+
+  private async open(id: number, path: string, flags: number): Promise<void> {
+    if (this.handles.size >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
+    const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) !== 0;
+    if (!writing) {
+      const entry = await this.vfs.stat(this.ctx, path);
+      if (entry.isDir) throw new VfsError('IS_A_DIR');
+      this.sftp.handle(id, this.addHandle(new ReadHandle(this.vfs, this.ctx, path, entry)));
+      return;
+    }
+    const excl = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.EXCL) !== 0;
+    // The usual upload (CREAT|TRUNC) needs no look first: vfs.put itself answers IS_A_DIR, and
+    // EXISTS for EXCL (overwrite: false). Skipping the stat saves a round of VFS checks per file.
+    const plain = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.TRUNC) !== 0 && !(flags & OPEN_MODE.APPEND);
+    const existing = plain ? undefined : await this.statOrUndefined(path);
+    if (existing?.isDir) throw new VfsError('IS_A_DIR');
+    if (!plain && !existing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
+    if (existing && excl) throw new VfsError('EXISTS', 'file exists');
+    const keep = existing && existing.size > 0 && !(flags & OPEN_MODE.TRUNC);
+    const w = new WriteHandle(this.vfs, this.ctx, path, {
+      overwrite: !excl,
+      append: (flags & OPEN_MODE.APPEND) !== 0,
+      seed: keep ? existing : undefined,
+      tmpDir: this.d.tmpDir,
+    });
+    // Registered before start() so a session ending meanwhile aborts this put too.
+    const hid = this.addHandle(w);
+    try {
+      await w.start();
+    } catch (e) {
+      this.handles.delete(hid.toString('hex'));
+      throw e;
+    }
+    if (this.ended) throw new VfsError('UPSTREAM', 'session ended');
+    this.sftp.handle(id, hid);
+  }
+
+  private async close(id: number, h: Buffer): Promise<void> {
+    const hd = this.handle(h);
+    this.handles.delete(h.toString('hex'));
+    if (hd.kind === 'read') hd.close();
+    else if (hd.kind === 'write') await hd.close();
+    this.ok(id);
+  }
+
+  private async fstat(h: Handle): Promise<Attributes> {
+    if (h.kind === 'read') return attrsOf(h.entry);
+    if (h.kind === 'write') return attrsOf({ isDir: false, size: h.size, modified: new Date() });
+    return attrsOf(await this.vfs.stat(this.ctx, h.path));
+  }
+
+  /** Only mtime maps onto the VFS; modes and owners are accepted and ignored (`put -p` sends them). */
+  private async setstat(path: string, attrs: InputAttributes): Promise<void> {
+    if (attrs.mtime !== undefined) return this.vfs.setModified(this.ctx, path, toDate(attrs.mtime));
+    const entry = await this.vfs.stat(this.ctx, path);
+    if (attrs.size !== undefined && attrs.size !== entry.size) throw new VfsError('NOT_SUPPORTED', 'truncate is not supported');
+  }
+
+  /** Client EOF (its stdin closed): finish what is in flight, send exit-status 0, close the channel. */
+  private async clientEof(): Promise<void> {
+    this.abortOpenHandles();
+    if (this.inflight) {
+      await new Promise<void>((resolve) => {
+        this.idle = resolve;
+        setTimeout(resolve, EOF_DRAIN_MS).unref();
+      });
+    }
+    sendExitStatus(this.sftp, 0);
+    this.sftp.end();
+    this.teardown();
+  }
+
+  private abortOpenHandles(): void {
+    for (const h of this.handles.values()) {
+      if (h.kind === 'read') h.close();
+      else if (h.kind === 'write') {
+        h.abort();
+        void h.settled();
+      }
+    }
+    this.handles.clear();
+  }
+
+  /** The channel or connection is gone: release everything, stop in-flight VFS calls. */
+  teardown(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.abortOpenHandles();
+    this.d.abort.abort();
+  }
+}
+
+function toDate(t: number | Date): Date {
+  return t instanceof Date ? t : new Date(t * 1000);
+}

@@ -1,0 +1,109 @@
+/**
+ * WriteHandle against a fake VfsApi whose put() consumes the body slowly: ordering, the reorder
+ * buffer, spilling to a temp file, backpressure on acks, and abort leaving nothing behind.
+ */
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { AccessContext } from '../../src/auth/principal.js';
+import { VfsError } from '../../src/errors.js';
+import type { Entry, VfsApi } from '../../src/vfs/types.js';
+import { WriteHandle } from './write-handle.js';
+
+const ctx = { principal: { username: 'u' }, protocol: 'sftp', ip: '127.0.0.1' } as unknown as AccessContext;
+let tmp: string;
+
+function fakeVfs(opts: { refuse?: VfsError; slowMs?: number } = {}) {
+  const files = new Map<string, Buffer>();
+  const vfs = {
+    async put(_c: AccessContext, path: string, body: Readable): Promise<Entry> {
+      if (opts.refuse) throw opts.refuse;
+      const chunks: Buffer[] = [];
+      for await (const c of body as AsyncIterable<Buffer>) {
+        chunks.push(c);
+        if (opts.slowMs) await new Promise((r) => setTimeout(r, opts.slowMs));
+      }
+      const data = Buffer.concat(chunks);
+      files.set(path, data);
+      return { name: path.slice(1), size: data.length, isDir: false, modified: new Date(), vpath: path };
+    },
+  } as unknown as VfsApi;
+  return { vfs, files };
+}
+
+const chunk = (i: number, n = 1000) => Buffer.alloc(n, i);
+const handle = (vfs: VfsApi) => new WriteHandle(vfs, ctx, '/f', { overwrite: true, append: false, tmpDir: tmp });
+
+beforeEach(async () => {
+  tmp = await mkdtemp(join(tmpdir(), 'treegate-wh-'));
+});
+afterEach(async () => {
+  await rm(tmp, { recursive: true, force: true });
+});
+
+describe('WriteHandle', () => {
+  it('streams sequential and reordered writes into one put', async () => {
+    const { vfs, files } = fakeVfs();
+    const h = handle(vfs);
+    await h.start();
+    await Promise.all([3, 1, 0, 2].map((i) => h.write(i * 1000, chunk(i))));
+    await h.close();
+    expect(files.get('/f')).toEqual(Buffer.concat([0, 1, 2, 3].map((i) => chunk(i))));
+    expect(await readdir(tmp)).toEqual([]);
+  });
+
+  it('spills far-ahead writes to a temp file and fills holes with zeros', async () => {
+    const { vfs, files } = fakeVfs();
+    const h = handle(vfs);
+    await h.start();
+    await h.write(0, chunk(1));
+    await h.write(40 << 20, chunk(2)); // beyond the reorder window
+    expect((await readdir(tmp)).length).toBe(1);
+    await h.close();
+    const f = files.get('/f')!;
+    expect(f.length).toBe((40 << 20) + 1000);
+    expect(f.subarray(0, 1000)).toEqual(chunk(1));
+    expect(f.subarray(1000, 40 << 20).every((b) => b === 0)).toBe(true);
+    expect(f.subarray(40 << 20)).toEqual(chunk(2));
+    expect(await readdir(tmp)).toEqual([]);
+  });
+
+  it('refuses rewriting bytes already streamed', async () => {
+    const { vfs } = fakeVfs();
+    const h = handle(vfs);
+    await h.start();
+    await h.write(0, chunk(1));
+    await expect(h.write(0, chunk(2))).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
+  });
+
+  it('holds acks while the put is behind (backpressure)', async () => {
+    const { vfs, files } = fakeVfs({ slowMs: 5 });
+    const h = handle(vfs);
+    await h.start();
+    let acked = 0;
+    const big = 1 << 20;
+    const writes = Array.from({ length: 16 }, (_, i) => h.write(i * big, Buffer.alloc(big, i)).then(() => acked++));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(acked).toBeLessThan(16); // 16 MiB cannot all be acked while the consumer is slow
+    await Promise.all(writes);
+    await h.close();
+    expect(files.get('/f')!.length).toBe(16 * big);
+  });
+
+  it('answers OPEN-time refusals from the put and aborts cleanly', async () => {
+    const refused = handle(fakeVfs({ refuse: new VfsError('READ_ONLY') }).vfs);
+    await expect(refused.start()).rejects.toMatchObject({ code: 'READ_ONLY' });
+    const { vfs, files } = fakeVfs();
+    const h = handle(vfs);
+    await h.start();
+    await h.write(0, chunk(1));
+    await h.write(50 << 20, chunk(2)); // a spill file exists now
+    h.abort();
+    await h.settled();
+    expect(files.has('/f')).toBe(false);
+    expect(await readdir(tmp)).toEqual([]);
+    await expect(h.write(1000, chunk(3))).rejects.toBeInstanceOf(Error);
+  });
+});

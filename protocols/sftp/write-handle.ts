@@ -1,0 +1,256 @@
+/**
+ * A file opened for writing: every WRITE feeds ONE vfs.put, so the upload is atomic (the driver
+ * writes a temp file and renames it into place; an aborted body leaves nothing under the name).
+ *
+ * Stream mode (the normal case): WRITEs at the frontier are pushed into the put's body. When the body
+ * is over its high-water mark the WRITE's STATUS reply is held until the driver asks for more, so a
+ * pipelining client (64 requests in flight) is slowed to the storage's speed instead of filling RAM.
+ * WRITEs ahead of the frontier (rclone's concurrent writers) wait in a reorder buffer, bounded by
+ * REORDER_WINDOW; they are acknowledged at once so a client that waits for one ack before sending
+ * the gap cannot deadlock.
+ *
+ * Spill mode: when the reorder buffer overflows (random access, far-ahead writes), when a gap
+ * remains at CLOSE, or for opens that keep existing content (no TRUNC, APPEND), bytes from `base`
+ * on go to a temp file in DATA/tmp (random access, holes read as zeros) and are streamed into the
+ * same put at CLOSE. Rewriting bytes already handed to the put is refused (OP_UNSUPPORTED).
+ *
+ * CLOSE resolves when the put is durable and reports its error; abort() (session gone without
+ * CLOSE) destroys the body, so the put fails and the driver removes its temp file.
+ */
+import { randomUUID } from 'node:crypto';
+import { open, rm, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import type { AccessContext } from '../../src/auth/principal.js';
+import { VfsError } from '../../src/errors.js';
+import type { Entry, VfsApi } from '../../src/vfs/types.js';
+
+const BODY_HIGH_WATER = 4 << 20;
+const REORDER_WINDOW = 32 << 20;
+const SPILL_CHUNK = 1 << 20;
+
+export interface WriteOpenOptions {
+  /** false: the put fails with EXISTS if the file appeared meanwhile (OPEN with EXCL). */
+  overwrite: boolean;
+  /** Every WRITE goes to the current end, whatever its offset (OPEN with APPEND). */
+  append: boolean;
+  /** Start from the file's current bytes (OPEN without TRUNC over an existing non-empty file). */
+  seed?: Entry;
+  tmpDir: string;
+}
+
+interface Spill {
+  fd: FileHandle;
+  path: string;
+  /** Absolute file offset of the spill file's byte 0 (the stream frontier when spilling began). */
+  base: number;
+}
+
+export class WriteHandle {
+  readonly kind = 'write' as const;
+  private readonly body: Readable;
+  private put!: Promise<Entry>;
+  private error: unknown;
+  private started = false;
+  private waiters: Array<{ resolve(): void; reject(e: unknown): void }> = [];
+  private firstDemand!: () => void;
+  private readonly demanded = new Promise<void>((r) => (this.firstDemand = r));
+  /** Bytes handed to the put so far (stream mode). */
+  private frontier = 0;
+  private readonly reorder = new Map<number, Buffer>();
+  private reorderBytes = 0;
+  private spill?: Spill;
+  /** Highest byte end written, for FSTAT and for CLOSE in spill mode. */
+  size = 0;
+  /** One WRITE at a time: pushes must stay in order and spilling is async. */
+  private chain: Promise<void> = Promise.resolve();
+  private closing = false;
+  private mtime?: Date;
+
+  constructor(
+    private readonly vfs: VfsApi,
+    private readonly ctx: AccessContext,
+    readonly path: string,
+    private readonly opts: WriteOpenOptions,
+  ) {
+    this.body = new Readable({
+      highWaterMark: BODY_HIGH_WATER,
+      read: () => {
+        this.firstDemand();
+        for (const w of this.waiters.splice(0)) w.resolve();
+      },
+    });
+  }
+
+  /**
+   * Start the put and wait until the VFS has passed its checks (it starts reading the body) or
+   * refused (permission, EXISTS, IS_A_DIR…), so OPEN itself answers PERMISSION_DENIED and friends.
+   */
+  async start(): Promise<void> {
+    if (this.opts.seed || this.opts.append) {
+      try {
+        await this.seedFrom(this.opts.seed);
+      } catch (e) {
+        await this.dropSpill();
+        throw e;
+      }
+    }
+    this.started = true;
+    this.put = this.vfs.put(this.ctx, this.path, this.body, { overwrite: this.opts.overwrite });
+    this.put.catch((e: unknown) => this.fail(e));
+    await Promise.race([this.demanded, this.put.then(() => undefined, () => undefined)]);
+    if (this.error) {
+      await this.dropSpill();
+      throw this.error;
+    }
+  }
+
+  private fail(e: unknown): void {
+    this.error ??= e;
+    for (const w of this.waiters.splice(0)) w.reject(this.error);
+  }
+
+  /** Remember an mtime from (F)SETSTAT: applied once the put is done (the file does not exist yet). */
+  setModified(d: Date): void {
+    this.mtime = d;
+  }
+
+  write(offset: number, data: Buffer): Promise<void> {
+    if (this.closing) return Promise.reject(new VfsError('INVALID', 'handle is closing'));
+    const op = this.chain.then(() => this.doWrite(offset, data));
+    this.chain = op.catch(() => undefined);
+    return op;
+  }
+
+  private async doWrite(offset: number, data: Buffer): Promise<void> {
+    if (this.error) throw this.error;
+    if (this.opts.append) offset = this.size;
+    const end = offset + data.length;
+    if (this.spill) return this.spillWrite(offset, data, end);
+    if (offset < this.frontier) throw rewriteRefused();
+    this.size = Math.max(this.size, end);
+    if (offset > this.frontier) {
+      // The window bounds both how far ahead a write may land and how much we hold in memory.
+      if (end - this.frontier > REORDER_WINDOW || this.reorderBytes + data.length > REORDER_WINDOW) {
+        await this.openSpill();
+        return this.spillWrite(offset, data, end);
+      }
+      this.reorderBytes += data.length - (this.reorder.get(offset)?.length ?? 0);
+      this.reorder.set(offset, data);
+      return;
+    }
+    let flowing = this.pushBody(data);
+    for (let next = this.reorder.get(this.frontier); next; next = this.reorder.get(this.frontier)) {
+      this.reorder.delete(this.frontier);
+      this.reorderBytes -= next.length;
+      flowing = this.pushBody(next);
+    }
+    if (!flowing) await this.demand();
+  }
+
+  private pushBody(b: Buffer): boolean {
+    this.frontier += b.length;
+    return this.body.push(b);
+  }
+
+  private demand(): Promise<void> {
+    if (this.error) return Promise.reject(this.error);
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  private async spillWrite(offset: number, data: Buffer, end: number): Promise<void> {
+    const s = this.spill!;
+    if (offset < s.base) throw rewriteRefused();
+    await s.fd.write(data, 0, data.length, offset - s.base);
+    this.size = Math.max(this.size, end);
+  }
+
+  /** Switch to spill mode at the current frontier, moving the reorder buffer into the file. */
+  private async openSpill(): Promise<void> {
+    const path = join(this.opts.tmpDir, `sftp-${randomUUID()}`);
+    const fd = await open(path, 'wx+', 0o600);
+    this.spill = { fd, path, base: this.frontier };
+    for (const [off, buf] of this.reorder) {
+      // An odd client may have sent overlapping chunks: bytes already streamed cannot change.
+      const skip = Math.max(0, this.frontier - off);
+      if (skip < buf.length) await fd.write(buf, skip, buf.length - skip, off + skip - this.frontier);
+    }
+    this.reorder.clear();
+    this.reorderBytes = 0;
+  }
+
+  /** Copy the file's current bytes into a spill file (non-truncating and append opens). */
+  private async seedFrom(entry: Entry | undefined): Promise<void> {
+    await this.openSpill();
+    if (!entry || entry.size === 0) return;
+    const { stream } = await this.vfs.read(this.ctx, this.path);
+    let pos = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      await this.spill!.fd.write(chunk, 0, chunk.length, pos);
+      pos += chunk.length;
+    }
+    this.size = pos;
+  }
+
+  /** CLOSE: finish the body, wait for the put, apply a pending mtime. Reports the put's error. */
+  async close(): Promise<Entry> {
+    this.closing = true;
+    try {
+      await this.chain;
+      if (this.error) throw this.error;
+      if (this.reorder.size) await this.openSpill(); // a gap remains: holes become zeros
+      if (this.spill) await this.drainSpill();
+      this.body.push(null);
+      const entry = await this.put;
+      if (this.mtime) await this.vfs.setModified(this.ctx, this.path, this.mtime).catch(() => undefined);
+      return entry;
+    } catch (e) {
+      this.abort(e);
+      throw this.error ?? e;
+    } finally {
+      await this.dropSpill();
+    }
+  }
+
+  private async drainSpill(): Promise<void> {
+    const s = this.spill!;
+    const total = Math.max(0, this.size - s.base);
+    for (let pos = 0; pos < total; ) {
+      const buf = Buffer.allocUnsafe(Math.min(SPILL_CHUNK, total - pos));
+      const { bytesRead } = await s.fd.read(buf, 0, buf.length, pos);
+      if (bytesRead === 0) break;
+      pos += bytesRead;
+      // A short spill file (a trailing hole never written) still yields its full length below.
+      if (!this.pushBody(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead))) await this.demand();
+    }
+    const written = this.frontier - s.base;
+    if (written < total) this.pushBody(Buffer.alloc(total - written));
+  }
+
+  private async dropSpill(): Promise<void> {
+    const s = this.spill;
+    if (!s) return;
+    this.spill = undefined;
+    await s.fd.close().catch(() => undefined);
+    await rm(s.path, { force: true });
+  }
+
+  /** The session ended without CLOSE (or CLOSE failed): make the put fail so nothing is kept. */
+  abort(reason: unknown = new VfsError('UPSTREAM', 'upload aborted: the SFTP session ended')): void {
+    this.closing = true;
+    if (!this.body.destroyed) this.body.destroy(reason instanceof Error ? reason : new Error(String(reason)));
+    this.fail(reason);
+    if (!this.started) void this.dropSpill();
+  }
+
+  /** Wait until the put has settled and the spill file is gone (session teardown). */
+  async settled(): Promise<void> {
+    await this.put?.catch(() => undefined);
+    await this.chain;
+    await this.dropSpill();
+  }
+}
+
+function rewriteRefused(): VfsError {
+  return new VfsError('NOT_SUPPORTED', 'rewriting bytes already uploaded is not supported');
+}
