@@ -15,7 +15,7 @@ import { WriteHandle } from './write-handle.js';
 const ctx = { principal: { username: 'u' }, protocol: 'sftp', ip: '127.0.0.1' } as unknown as AccessContext;
 let tmp: string;
 
-function fakeVfs(opts: { refuse?: VfsError; slowMs?: number } = {}) {
+function fakeVfs(opts: { refuse?: VfsError; slowMs?: number; gate?: Promise<void> } = {}) {
   const files = new Map<string, Buffer>();
   const vfs = {
     async put(_c: AccessContext, path: string, body: Readable): Promise<Entry> {
@@ -23,6 +23,7 @@ function fakeVfs(opts: { refuse?: VfsError; slowMs?: number } = {}) {
       const chunks: Buffer[] = [];
       for await (const c of body as AsyncIterable<Buffer>) {
         chunks.push(c);
+        if (opts.gate) await opts.gate; // the consumer stalls until the test opens the gate
         if (opts.slowMs) await new Promise((r) => setTimeout(r, opts.slowMs));
       }
       const data = Buffer.concat(chunks);
@@ -79,16 +80,22 @@ describe('WriteHandle', () => {
   });
 
   it('holds acks while the put is behind (backpressure)', async () => {
-    const { vfs, files } = fakeVfs({ slowMs: 5 });
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const { vfs, files } = fakeVfs({ gate });
     const h = handle(vfs);
     await h.start();
     let acked = 0;
     const big = 1 << 20;
     const writes = Array.from({ length: 16 }, (_, i) => h.write(i * big, Buffer.alloc(big, i)).then(() => acked++));
+    // While the consumer is stalled, give the handle every chance to ack more than it should.
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     await new Promise((r) => setTimeout(r, 20));
-    expect(acked).toBeLessThan(16); // 16 MiB cannot all be acked while the consumer is slow
+    expect(acked).toBeLessThan(16); // 16 MiB cannot all be acked while the consumer is stalled
+    open();
     await Promise.all(writes);
     await h.close();
+    expect(acked).toBe(16);
     expect(files.get('/f')!.length).toBe(16 * big);
   });
 
