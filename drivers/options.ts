@@ -38,8 +38,11 @@ export function effectiveSpec(config: DriverConfigFlags, spec: OptionSpec): Opti
   return spec;
 }
 
-/** The `common` items, generated from the config flags in AList's order (alist-compat §6). */
-export function commonItems(c: DriverConfigFlags): TemplateItem[] {
+/**
+ * The `common` items, generated from the config flags in AList's order (alist-compat §6).
+ * `proxyRangeOption` is DriverDefinition.proxyRangeOption (AList's hidden proxy_range_option).
+ */
+export function commonItems(c: DriverConfigFlags, proxyRangeOption = false): TemplateItem[] {
   const proxyOnly = c.only_proxy || c.only_local;
   const out: TemplateItem[] = [
     item('mount_path', 'string', { required: true, help: 'The path you want to mount to, it is unique and cannot be repeated' }),
@@ -54,6 +57,8 @@ export function commonItems(c: DriverConfigFlags): TemplateItem[] {
   } else {
     out.push(item('web_proxy', 'bool'));
     out.push(item('webdav_policy', 'select', { default: '302_redirect', options: '302_redirect,use_proxy_url,native_proxy', required: true }));
+    // AList adds it only here: a proxy-only driver never offers range-split proxying.
+    if (proxyRangeOption) out.push(item('proxy_range', 'bool', { help: 'Need to enable proxy' }));
   }
   out.push(item('down_proxy_url', 'text'));
   if (c.local_sort) {
@@ -74,7 +79,7 @@ export function additionalItems(def: DriverDefinition): TemplateItem[] {
 }
 
 export function templateOf(def: DriverDefinition): DriverTemplate {
-  return { common: commonItems(def.config), additional: additionalItems(def), config: { ...def.config } };
+  return { common: commonItems(def.config, def.proxyRangeOption ?? false), additional: additionalItems(def), config: { ...def.config } };
 }
 
 function bad(msg: string): VfsError {

@@ -42,6 +42,22 @@ describe('DriverRegistry', () => {
     expect(t.additional[7]!.help).toBe("path to recycle bin, delete permanently if empty or keep 'delete permanently'");
   });
 
+  it("builds Alias's common items with proxy_range at AList's position (proxyRangeOption)", () => {
+    const t = reg.template('Alias')!;
+    expect(t.common.map((i) => i.name)).toEqual([
+      'mount_path', 'order', 'remark', 'web_proxy', 'webdav_policy', 'proxy_range', 'down_proxy_url', 'order_by', 'order_direction', 'extract_folder',
+      'disable_index', 'enable_sign',
+    ]);
+    expect(t.common[5]).toEqual({ name: 'proxy_range', type: 'bool', default: '', options: '', required: false, help: 'Need to enable proxy' });
+    // AList's flag is json:"-": driver/info's config never shows it.
+    expect(t.config).not.toHaveProperty('proxy_range_option');
+    expect(Object.keys(t.config)).toEqual(Object.keys(reg.template('Local')!.config));
+    // Only drivers that declare it get the item, and never a proxy-only one.
+    for (const name of ['Local', 'S3', 'SFTP', 'WebDav', 'FTP']) expect(reg.template(name)!.common.map((i) => i.name)).not.toContain('proxy_range');
+    const proxyOnly = { ...local, proxyRangeOption: true, config: { ...local.config, name: 'P' } };
+    expect(new DriverRegistry([proxyOnly]).template('P')!.common.map((i) => i.name)).not.toContain('proxy_range');
+  });
+
   it('gives a cached, non-proxy driver cache_expiration, web_proxy and the 302 policy', () => {
     const def = { ...local, config: { ...local.config, name: 'X', only_local: false, no_cache: false, local_sort: false } };
     const t = new DriverRegistry([def]).template('X')!;

@@ -4,6 +4,7 @@
  * DriverContext.tree, so meta hide and path passwords of the targets still apply. Write methods
  * exist only when `writable` is on (so read-only aliases report no write capabilities).
  * download_concurrency / download_part_size are accepted for compatibility and not used.
+ * Like AList it offers the `proxy_range` common item (proxyRangeOption); treegate stores it only.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
 import { AliasDriver, WritableAliasDriver } from './alias.js';
@@ -29,6 +30,7 @@ export const aliasDefinition: DriverDefinition<typeof options> = {
     alert: '',
   },
   options,
+  proxyRangeOption: true,
   create: (opts, ctx) => (opts.writable ? new WritableAliasDriver(opts, ctx) : new AliasDriver(opts, ctx)),
 };
 

@@ -1,8 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pino from 'pino';
@@ -13,47 +9,11 @@ import { chunked, codeOf, collect, NO_ARGS, rootObj } from '../conformance/helpe
 import { openLink } from '../../src/vfs/link.js';
 import type { Driver, DriverDefinition } from '../types.js';
 import { freePort } from '../testing/process.js';
+import { startS3rver } from '../testing/s3rver.js';
 import { s3Definition } from './index.js';
 
 const def = s3Definition as unknown as DriverDefinition;
 const log = pino({ level: 'silent' });
-
-interface S3rverInstance { run(): Promise<unknown>; close(): Promise<void> }
-
-/** s3rver (npm) on loopback, in this process, with one bucket in a temp directory. */
-async function startS3rver(): Promise<{ port: number; stop(): Promise<void> }> {
-  const dir = await mkdtemp(join(tmpdir(), 'tg-s3-'));
-  const port = await freePort();
-  const modName = 's3rver'; // untyped package: import by name, typed by hand here
-  const { default: S3rver } = (await import(modName)) as { default: new (o: object) => S3rverInstance };
-  await patchZeroEndRange();
-  const server = new S3rver({ port, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: 'bucket' }] });
-  await server.run();
-  return { port, stop: async () => { await server.close(); await rm(dir, { recursive: true, force: true }); } };
-}
-
-/**
- * s3rver 3.7.1 bug: `Range: bytes=0-0` is served as the whole object (`options.end || Infinity`).
- * Real S3 answers one byte; patch the store so the test server behaves like S3 here.
- */
-async function patchZeroEndRange(): Promise<void> {
-  interface Res { content?: Readable | null; range?: { start: number; end: number } }
-  interface Store { getObject(b: string, k: string, o?: { start?: number; end?: number }): Promise<Res | null>; getResourcePath(b: string, k: string, t: string): string }
-  const storeMod: string = 's3rver/lib/stores/filesystem.js';
-  const Fs = ((await import(storeMod)) as { default: { prototype: Store & { zeroEndPatched?: boolean } } }).default;
-  if (Fs.prototype.zeroEndPatched) return;
-  Fs.prototype.zeroEndPatched = true;
-  const orig = Fs.prototype.getObject;
-  Fs.prototype.getObject = async function (this: Store, b, k, o) {
-    const res = await orig.call(this, b, k, o);
-    if (o?.end === 0 && (o.start ?? 0) === 0 && res?.content) {
-      res.content.destroy();
-      res.content = createReadStream(this.getResourcePath(b, k, 'object'), { start: 0, end: 0 });
-      res.range = { start: 0, end: 0 };
-    }
-    return res;
-  };
-}
 
 const optionsFor = (port: number, extra: Record<string, unknown> = {}) => parseOptions(def, {
   bucket: 'bucket', endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', access_key_id: 'S3RVER',

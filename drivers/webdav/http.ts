@@ -31,7 +31,11 @@ export class DavHttp {
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   private readonly httpsAgent: https.Agent;
 
-  constructor(private readonly origin: string, private readonly authorization: string | undefined, insecure: boolean) {
+  /** `fixed` headers go on every request (e.g. the instance id that lets treegate detect loops). */
+  constructor(
+    private readonly origin: string, private readonly authorization: string | undefined, insecure: boolean,
+    private readonly fixed: Record<string, string> = {},
+  ) {
     this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: !insecure });
   }
 
@@ -63,7 +67,7 @@ export class DavHttp {
   }
 
   private once(method: string, url: URL, opts: RequestOpts, fresh = false): Promise<DavResponse> {
-    const headers: Record<string, string> = { ...opts.headers };
+    const headers: Record<string, string> = { ...this.fixed, ...opts.headers };
     // Credentials belong to the configured origin only, whatever a redirect says.
     if (this.authorization && url.origin === this.origin) headers.authorization = this.authorization;
     if (typeof opts.body === 'string') headers['content-length'] = String(Buffer.byteLength(opts.body));

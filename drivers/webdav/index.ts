@@ -3,7 +3,9 @@
  * (alist-compat §6). Plain HTTP methods over node:http(s) with Basic auth; TLS is verified unless
  * tls_insecure_skip_verify is set. Uploads are PUT to a temporary name and MOVEd into place.
  * vendor `sharepoint` (AList's SharePoint Online cookie login) is accepted but not implemented yet:
- * it behaves like `other`.
+ * it behaves like `other`. Every request carries this server's DriverContext.instanceId, so a
+ * treegate /dav that receives its own id (a storage mounting its own server) answers 508 and init
+ * fails with a clear status instead of recursing.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
 import { WebDavDriver } from './webdav.js';

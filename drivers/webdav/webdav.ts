@@ -1,7 +1,7 @@
 import { pipeline, type Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
-import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import { INSTANCE_HEADER, type ByteRange, type CallArgs, type Driver, type DriverContext, type Link, type Obj, type PutArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, slice, tempName } from '../util/streams.js';
 import { basicAuth, DavHttp, text, type DavResponse } from './http.js';
 import type { WebDavOptions } from './index.js';
@@ -16,6 +16,9 @@ function statusError(res: DavResponse, op: string, path: string): VfsError {
   if (s === 412) return new VfsError('EXISTS', undefined, { path });
   if (s === 401) return new VfsError('UPSTREAM', `webdav: ${op} refused: authentication failed (401)`, { path });
   if (s === 403) return new VfsError('FORBIDDEN', `webdav: ${op} forbidden by the server`, { path });
+  // treegate's /dav answers 508 to a request carrying its own instance id: this storage mounts the
+  // very server it runs in (directly or through one of its mounts), which would recurse forever.
+  if (s === 508) return new VfsError('INVALID', 'webdav: the address leads back to this treegate itself (508 Loop Detected); refusing to mount it', { path });
   return new VfsError('UPSTREAM', `webdav: ${op} failed with HTTP ${s}`, { path });
 }
 
@@ -31,7 +34,8 @@ export class WebDavDriver implements Driver {
       throw new VfsError('INVALID', `bad address ${JSON.stringify(opts.address)}`, { cause: e });
     }
     this.rootSegs = segments(opts.root_folder_path || '/');
-    this.http = new DavHttp(this.base.origin, basicAuth(opts.username, opts.password), opts.tls_insecure_skip_verify);
+    const fixed: Record<string, string> = ctx.instanceId ? { [INSTANCE_HEADER]: ctx.instanceId } : {};
+    this.http = new DavHttp(this.base.origin, basicAuth(opts.username, opts.password), opts.tls_insecure_skip_verify, fixed);
     if (opts.vendor === 'sharepoint') ctx.log.warn('webdav vendor sharepoint: cookie login is not implemented; using Basic auth');
   }
 
