@@ -185,7 +185,16 @@ export interface DriverContext {
    * composition root does not provide it; such drivers then fail init.
    */
   tree?: TreeAccess;
+  /**
+   * A random id of the treegate process this driver runs in. Drivers that talk to another treegate
+   * (WebDav) send it as INSTANCE_HEADER, so a server that receives its own id knows the request
+   * came from itself (a storage mounting its own /dav) and refuses it instead of recursing.
+   */
+  instanceId?: string;
 }
+
+/** Request header carrying DriverContext.instanceId; treegate's /dav answers 508 to its own id. */
+export const INSTANCE_HEADER = 'x-treegate-instance';
 
 /**
  * Access to the virtual tree for a driver, as an internal principal: full read/write bits but no
@@ -223,5 +232,11 @@ export interface DriverDefinition<O extends readonly OptionSpec[] = readonly Opt
   readonly config: DriverConfigFlags;
   readonly options: O;
   readonly conformance?: ConformanceOpts;
+  /**
+   * AList's hidden `proxy_range_option` config flag (json:"-", so not part of `config`, which
+   * driver/info shows verbatim): the template gets the `proxy_range` common item after
+   * webdav_policy, unless the driver is proxy-only. Set by drivers that proxy other storages (Alias).
+   */
+  readonly proxyRangeOption?: boolean;
   create(options: OptionValues<O>, ctx: DriverContext): Driver;
 }

@@ -10,6 +10,8 @@ import type { Accounts } from './auth/accounts.js';
 import type { Tokens } from './auth/tokens.js';
 import type { Settings } from './settings/settings.js';
 import type { VfsCore } from './vfs/create.js';
+import type { Tasks } from './tasks/tasks.js';
+import type { SearchService } from './search/service.js';
 
 export interface Core extends VfsCore {
   readonly version: string;
@@ -19,4 +21,8 @@ export interface Core extends VfsCore {
   readonly accounts: Accounts;
   readonly tokens: Tokens;
   readonly settings: Settings;
+  /** Background tasks (copy across storages, As-Task uploads, offline downloads). */
+  readonly tasks: Tasks;
+  /** The name index behind fs/search and the index admin API. */
+  readonly search: SearchService;
 }

@@ -13,11 +13,14 @@ import { Accounts } from './auth/accounts.js';
 import { Tokens } from './auth/tokens.js';
 import { Settings } from './settings/settings.js';
 import { createVfsCore } from './vfs/create.js';
+import { Tasks } from './tasks/tasks.js';
+import { SearchService } from './search/service.js';
 import { firstStart } from './bootstrap.js';
 import { VERSION } from './version.js';
 import type { Core } from './core.js';
 import { buildRestApp } from '../protocols/rest/app.js';
 import { createWebdavHandler, DAV_PREFIX } from '../protocols/webdav/handler.js';
+import { basePathOf, stripBasePathFromRequest } from '../protocols/rest/frontend/base-path.js';
 import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js';
 
 export interface RunningServer {
@@ -44,6 +47,8 @@ function isDav(url: string | undefined): boolean {
 export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
   const config = await loadConfig(flags, env);
+  // base_path (site_url's path, e.g. `/tg` behind a reverse proxy): see the HTTP server below.
+  const basePath = basePathOf(config.site_url);
   const log = createLogger(config.log.level, opts.logDestination);
   const store = await JsonStore.open(join(config.dataDir, 'store.json'), { watch: true });
   await firstStart(store, config.dataDir, log, env);
@@ -53,14 +58,27 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const tokens = new Tokens(config.jwt_secret, config.token_expires_in, store);
   const settings = await Settings.load(store, VERSION);
   const vfsCore = createVfsCore({ store, log, dataDir: config.dataDir });
-  const core: Core = { ...vfsCore, version: VERSION, config, log, store, accounts, tokens, settings };
+  const tasks = await Tasks.start({
+    store, accounts, settings, vfs: vfsCore.vfs, log, tempDir: config.temp_dir ? config.temp_dir : join(config.dataDir, 'temp'),
+  });
+  const search = new SearchService({ dataDir: config.dataDir, settings, vfs: vfsCore.vfs, mounts: vfsCore.mounts, rules: vfsCore.rules, log });
+  const core: Core = { ...vfsCore, version: VERSION, config, log, store, accounts, tokens, settings, tasks, search };
   // Storages initialise in the background: a slow or failing one never blocks start-up.
   const loading = vfsCore.storages.loadAll().catch((err: unknown) => log.error({ err }, 'loading storages failed'));
+  // Resumed tasks need their storages: workers start once loading is over.
+  void loading.then(() => tasks.manager.resume());
+  // The index (and a build a previous run left unfinished) needs the storages too.
+  void loading.then(() => search.start());
 
   const dav = config.webdav.enable ? createWebdavHandler(core) : undefined;
   const app = await buildRestApp(core, {
     serverFactory: (handler) =>
-      createServer((req: IncomingMessage, res: ServerResponse) => (dav && isDav(req.url) ? dav.handle(req, res) : handler(req, res))),
+      createServer((req: IncomingMessage, res: ServerResponse) => {
+        // base_path is removed here, once, before dispatching, so WebDAV and every REST route
+        // (/api, /d, /p, the front end) see unprefixed URLs.
+        stripBasePathFromRequest(req, basePath);
+        return dav && isDav(req.url) ? dav.handle(req, res) : handler(req, res);
+      }),
   });
   await app.listen({ host: config.http.address, port: config.http.port });
   const httpAddr = app.server.address() as AddressInfo;
@@ -71,6 +89,8 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       sftp = await startSftpServer(core);
     } catch (err) {
       await app.close();
+      await tasks.close();
+      await search.close();
       await store.close();
       throw err;
     }
@@ -91,6 +111,8 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       await Promise.allSettled([app.close(), sftp?.close(), dav?.close()]);
       clearTimeout(force);
       await loading;
+      await tasks.close();
+      await search.close();
       await vfsCore.mounts.dropAll();
       await store.close();
       log.info('treegate stopped');

@@ -1,9 +1,9 @@
 /**
  * buildRestApp(core) → a fastify instance with every REST route (no listen), testable with inject().
  * One error handler renders AList's envelope; one hook logs one line per request; unknown /api
- * routes answer an envelope with code 404.
+ * routes answer an envelope, other unmatched GETs the web front end (routes/frontend.ts).
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerFactory } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import { parse as parseQuery } from 'node:querystring';
 import type { Core } from '../../src/core.js';
 import type { AccessContext, Principal } from '../../src/auth/principal.js';
@@ -22,6 +22,11 @@ import downloadRoutes from './routes/download.js';
 import adminStorageRoutes from './routes/admin-storage.js';
 import adminMetaRoutes from './routes/admin-meta.js';
 import adminDriverRoutes from './routes/admin-driver.js';
+import taskRoutes from './routes/tasks.js';
+import offlineRoutes from './routes/offline.js';
+import searchRoutes from './routes/search.js';
+import adminIndexRoutes from './routes/admin-index.js';
+import { registerFrontend } from './routes/frontend.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,10 +52,13 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
   const proxies = core.config.trusted_proxies;
   const app = Fastify({
     loggerInstance: core.log.child({ proto: 'rest' }) as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // One line per request is logged by our onResponse hook instead of fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: core.config.max_json_body,
     trustProxy: proxies.length ? proxies : false,
     return503OnClosing: true,
+    // Errors fastify raises before routing (a URL with a bad percent-escape, ...) get the envelope too.
+    frameworkErrors: (err, req, reply) => errorHandler(err, req, reply),
     ...(opts.serverFactory ? { serverFactory: opts.serverFactory } : {}),
   });
 
@@ -64,7 +72,8 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
     const text = (body as string).trim();
     if (text === '') return done(null, undefined);
     const type = String(req.headers['content-type'] ?? '');
-    if (type.startsWith('application/x-www-form-urlencoded')) return done(null, { ...parseQuery(text) });
+    // curl -d sends JSON labelled as a form: a body that looks like JSON is read as JSON.
+    if (type.startsWith('application/x-www-form-urlencoded') && !/^[[{]/.test(text)) return done(null, { ...parseQuery(text) });
     try {
       done(null, JSON.parse(text));
     } catch {
@@ -81,10 +90,9 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
     );
   });
 
-  app.setNotFoundHandler(async (req, reply) => {
-    if (req.url.startsWith('/api/')) return reply.code(200).send({ code: 404, message: `route not found: ${req.method} ${req.url.split('?')[0]}`, data: null });
-    return reply.code(404).type('text/plain').send('404 page not found');
-  });
+  // The web front end (static folders, SPA fallback, favicon/robots) and the not-found handler:
+  // unknown /api routes answer an envelope, other unmatched GETs the front end's index.html.
+  await registerFrontend(app, core);
 
   app.all('/ping', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('pong'));
 
@@ -92,7 +100,8 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
   for (const routes of [
     authRoutes, meRoutes, publicRoutes, adminUserRoutes, adminSettingRoutes,
     fsReadRoutes, fsWriteRoutes, fsUploadRoutes, downloadRoutes,
-    adminStorageRoutes, adminMetaRoutes, adminDriverRoutes,
+    adminStorageRoutes, adminMetaRoutes, adminDriverRoutes, taskRoutes, offlineRoutes,
+    searchRoutes, adminIndexRoutes,
   ]) {
     await app.register(routes, { core });
   }

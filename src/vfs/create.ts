@@ -4,6 +4,7 @@
  * composition root calls `storages.loadAll()` (without awaiting it, so start-up never waits on a
  * slow backend) and `mounts.dropAll()` on shutdown, or simply `close()`.
  */
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { DriverRegistry } from '../../drivers/registry.js';
@@ -24,6 +25,8 @@ export interface VfsCoreOptions {
   drivers?: readonly DriverDefinition[];
   /** Bound on one storage's init; 15 s by default. */
   initTimeoutMs?: number;
+  /** This server process's id (DriverContext.instanceId); a fresh random one by default. */
+  instanceId?: string;
 }
 
 export interface VfsCore {
@@ -35,6 +38,11 @@ export interface VfsCore {
   readonly metas: MetaService;
   readonly rules: MetaRules;
   readonly vfs: Vfs;
+  /**
+   * Random per server process: drivers send it to remote treegates (WebDav), and /dav refuses a
+   * request carrying it, so a storage mounting this server's own /dav fails init instead of looping.
+   */
+  readonly instanceId: string;
   /** Stop following store changes and drop every driver. */
   closeVfs(): Promise<void>;
 }
@@ -44,7 +52,8 @@ export function createVfsCore(opts: VfsCoreOptions): VfsCore {
   const cache = new ListingCache();
   // Drivers that present other parts of the tree (Alias) get it at init, through the VFS again.
   const tree = (): TreeAccess => treeAccessOf(vfs);
-  const mounts = new MountTable({ registry, log: opts.log, dataDir: opts.dataDir, cache, initTimeoutMs: opts.initTimeoutMs, tree });
+  const instanceId = opts.instanceId ?? randomUUID();
+  const mounts = new MountTable({ registry, log: opts.log, dataDir: opts.dataDir, cache, initTimeoutMs: opts.initTimeoutMs, tree, instanceId });
   const storages = new StorageService(opts.store, mounts, registry);
   const metas = new MetaService(opts.store.metas);
   const rules = metas.rules;
@@ -52,7 +61,7 @@ export function createVfsCore(opts: VfsCoreOptions): VfsCore {
   const unsubscribe = opts.store.onExternalChange(() => rules.invalidate());
   const vfs = new Vfs({ mounts, rules, cache });
   return {
-    registry, mounts, cache, storages, metas, rules, vfs,
+    registry, mounts, cache, storages, metas, rules, vfs, instanceId,
     closeVfs: async () => {
       unsubscribe();
       await mounts.dropAll();

@@ -44,6 +44,48 @@ export function validateHide(text: string): void {
 /** Does a facet of `meta` reach `path` (its own path always, descendants only with the sub flag). */
 const applies = (meta: MetaRecord, path: string, sub: boolean) => meta.path === path || sub;
 
+/** See MetaRules.accessChecker. */
+export interface AccessChecker {
+  readonly guarded: readonly string[];
+  canAccess(vpath: string): boolean;
+}
+
+type RuleMap = ReadonlyMap<string, Rule>;
+
+function nearestIn(rules: RuleMap, vpath: string): Rule | undefined {
+  const segs = segments(vpath);
+  for (let n = segs.length; n >= 0; n--) {
+    const r = rules.get('/' + segs.slice(0, n).join('/'));
+    if (r) return r;
+  }
+  return undefined;
+}
+
+function hidePatternsIn(rules: RuleMap, p: Principal, dirVpath: string): RegExp[] {
+  if (can.seeHidden(p)) return [];
+  const r = nearestIn(rules, dirVpath);
+  const dir = '/' + segments(dirVpath).join('/');
+  return r && applies(r.meta, dir, r.meta.h_sub) ? r.hide : [];
+}
+
+function hiddenIn(rules: RuleMap, p: Principal, vpath: string): boolean {
+  if (can.seeHidden(p)) return false;
+  const segs = segments(vpath);
+  for (let i = 0; i < segs.length; i++) {
+    const patterns = hidePatternsIn(rules, p, '/' + segs.slice(0, i).join('/'));
+    if (patterns.some((re) => re.test(segs[i]!))) return true;
+  }
+  return false;
+}
+
+function passwordOkIn(rules: RuleMap, p: Principal, vpath: string, password: string | undefined): boolean {
+  if (can.skipPassword(p)) return true;
+  const r = nearestIn(rules, vpath);
+  if (!r || r.meta.password === '') return true;
+  if (!applies(r.meta, '/' + segments(vpath).join('/'), r.meta.p_sub)) return true;
+  return safeEqual(password ?? '', r.meta.password);
+}
+
 export class MetaRules {
   private rules: Promise<Map<string, Rule>> | undefined;
 
@@ -74,13 +116,7 @@ export class MetaRules {
   }
 
   private async nearestRule(vpath: string): Promise<Rule | undefined> {
-    const rules = await this.load();
-    const segs = segments(vpath);
-    for (let n = segs.length; n >= 0; n--) {
-      const r = rules.get('/' + segs.slice(0, n).join('/'));
-      if (r) return r;
-    }
-    return undefined;
+    return nearestIn(await this.load(), vpath);
   }
 
   /** The nearest rule at or above `vpath` (absolute virtual path), if any. */
@@ -90,30 +126,32 @@ export class MetaRules {
 
   /** Regexes hiding children of the folder `dirVpath` from this principal ([] with the see-hidden bit). */
   async hidePatterns(p: Principal, dirVpath: string): Promise<RegExp[]> {
-    if (can.seeHidden(p)) return [];
-    const r = await this.nearestRule(dirVpath);
-    const dir = '/' + segments(dirVpath).join('/');
-    return r && applies(r.meta, dir, r.meta.h_sub) ? r.hide : [];
+    return hidePatternsIn(await this.load(), p, dirVpath);
   }
 
   /** Is `vpath` hidden from this principal: some component matches its parent folder's hide rule. */
   async isHidden(p: Principal, vpath: string): Promise<boolean> {
-    if (can.seeHidden(p)) return false;
-    const segs = segments(vpath);
-    for (let i = 0; i < segs.length; i++) {
-      const patterns = await this.hidePatterns(p, '/' + segs.slice(0, i).join('/'));
-      if (patterns.some((re) => re.test(segs[i]!))) return true;
-    }
-    return false;
+    return hiddenIn(await this.load(), p, vpath);
   }
 
   /** AList's password part of CanAccess: bit1 bypasses; else the nearest rule's password, if it applies. */
   async passwordOk(p: Principal, vpath: string, password: string | undefined): Promise<boolean> {
-    if (can.skipPassword(p)) return true;
-    const r = await this.nearestRule(vpath);
-    if (!r || r.meta.password === '') return true;
-    if (!applies(r.meta, '/' + segments(vpath).join('/'), r.meta.p_sub)) return true;
-    return safeEqual(password ?? '', r.meta.password);
+    return passwordOkIn(await this.load(), p, vpath, password);
+  }
+
+  /**
+   * canAccess for one principal and password as a synchronous function over the rules as they are
+   * now, for callers that test many paths in a tight loop (search results). `guarded` lists the
+   * rule paths that can deny this principal anything; a path outside all their subtrees (the rule
+   * path itself included) is always accessible, so callers may test only paths inside them.
+   */
+  async accessChecker(p: Principal, password: string | undefined): Promise<AccessChecker> {
+    const rules = await this.load();
+    const guarded: string[] = [];
+    for (const [path, r] of rules) {
+      if ((r.hide.length && !can.seeHidden(p)) || (r.meta.password !== '' && !can.skipPassword(p))) guarded.push(path);
+    }
+    return { guarded, canAccess: (vpath) => !hiddenIn(rules, p, vpath) && passwordOkIn(rules, p, vpath, password) };
   }
 
   /** AList's CanAccess (hide, then password), made stricter on hide as described above. */

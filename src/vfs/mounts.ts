@@ -10,7 +10,7 @@
  */
 import type { Logger } from 'pino';
 import { VfsError } from '../errors.js';
-import { join, segments } from '../paths.js';
+import { join, parent, segments } from '../paths.js';
 import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type TreeAccess } from '../../drivers/types.js';
 import { parseOptions, type DriverRegistry } from '../../drivers/registry.js';
 import type { StorageRecord } from '../store/types.js';
@@ -23,7 +23,7 @@ export const DEFAULT_INIT_TIMEOUT_MS = 15_000;
 
 const NO_CAPABILITIES: Capabilities = {
   canGet: false, canMkdir: false, canRename: false, canMove: false, canCopy: false,
-  canRemove: false, canPut: false, canSetModified: false, canUsage: false,
+  canRemove: false, canPut: false, canSetModified: false, canUsage: false, canWatch: false,
 };
 
 /** One storage in the table. `status` is `work`, `disabled`, or the init error text. */
@@ -41,6 +41,19 @@ export interface Mount {
   readonly ready: Promise<void>;
 }
 
+/** A change made outside treegate, reported by a storage's driver (`watch`), in tree terms. */
+export interface MountChange {
+  mount: Mount;
+  /** Absolute virtual path of what changed. */
+  vpath: string;
+  dpath: string;
+}
+
+interface WatchSub {
+  listener: (c: MountChange) => void;
+  accept?: (m: Mount) => boolean;
+}
+
 export type Resolution =
   | { kind: 'mount'; mount: Mount; dpath: string }
   | { kind: 'virtual' };
@@ -54,12 +67,70 @@ export interface MountTableDeps {
   initTimeoutMs?: number;
   /** The virtual tree for drivers that present parts of it (DriverContext.tree); read at each init. */
   tree?: () => TreeAccess | undefined;
+  /** This server process's random id (DriverContext.instanceId), for drivers that detect loops. */
+  instanceId?: string;
 }
 
 export class MountTable {
   private readonly mounts = new Map<number, Mount>();
+  private readonly watchSubs = new Set<WatchSub>();
+  /** Running driver watches by mount id, as their stop functions. */
+  private readonly watching = new Map<number, () => void | Promise<void>>();
 
   constructor(private readonly deps: MountTableDeps) {}
+
+  /**
+   * Follow changes made outside treegate on the working storages whose driver can watch and that
+   * `accept` admits (all by default). A driver's watch runs only while some subscriber wants its
+   * mount, so nothing is watched when nobody listens. Returns the unsubscribe function.
+   */
+  watch(listener: (c: MountChange) => void, accept?: (m: Mount) => boolean): () => void {
+    const sub: WatchSub = { listener, accept };
+    this.watchSubs.add(sub);
+    for (const m of this.mounts.values()) this.syncWatch(m);
+    return () => {
+      this.watchSubs.delete(sub);
+      for (const m of this.mounts.values()) this.syncWatch(m);
+    };
+  }
+
+  private syncWatch(m: Mount): void {
+    const d = m.driver;
+    const want = !!d?.watch && m.status === STATUS_WORK && this.mounts.get(m.id) === m
+      && [...this.watchSubs].some((s) => !s.accept || s.accept(m));
+    const stop = this.watching.get(m.id);
+    if (want && !stop) {
+      try {
+        this.watching.set(m.id, d!.watch!((dpath) => this.outsideChange(m, dpath)));
+      } catch (err) {
+        this.deps.log.warn({ err, mount: m.record.mount_path }, 'storage watch failed to start');
+      }
+    } else if (!want && stop) {
+      this.watching.delete(m.id);
+      void Promise.resolve().then(stop).catch(() => undefined);
+    }
+  }
+
+  private outsideChange(m: Mount, dpath: string): void {
+    if (this.mounts.get(m.id) !== m) return;
+    let vpath: string;
+    try {
+      vpath = join(m.record.mount_path, dpath);
+    } catch {
+      return; // a name the tree cannot carry
+    }
+    // Listings cached before the change are stale now, exactly as after one of our own writes.
+    this.deps.cache?.invalidate(m.id, parent(dpath));
+    this.deps.cache?.invalidateTree(m.id, dpath);
+    for (const s of this.watchSubs) {
+      if (s.accept && !s.accept(m)) continue;
+      try {
+        s.listener({ mount: m, vpath, dpath });
+      } catch {
+        // one subscriber's failure must not starve the others
+      }
+    }
+  }
 
   /**
    * (Re)mount a storage record: drop any previous instance with the same id, create the driver and
@@ -94,7 +165,9 @@ export class MountTable {
     const ac = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     try {
-      driver = def.create(parseOptions(def, m.record.addition), { log, dataDir: this.deps.dataDir, tree: this.deps.tree?.() });
+      driver = def.create(parseOptions(def, m.record.addition), {
+        log, dataDir: this.deps.dataDir, tree: this.deps.tree?.(), instanceId: this.deps.instanceId,
+      });
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           ac.abort();
@@ -111,6 +184,7 @@ export class MountTable {
       m.driver = driver;
       m.capabilities = capabilitiesOf(driver, def.config);
       m.status = STATUS_WORK;
+      this.syncWatch(m);
     } catch (e) {
       m.status = e instanceof Error ? e.message : String(e);
       log.warn({ err: e }, 'storage init failed');
@@ -126,6 +200,9 @@ export class MountTable {
     if (!m) return;
     this.mounts.delete(id);
     this.deps.cache?.dropMount(id);
+    const stopWatch = this.watching.get(id);
+    this.watching.delete(id);
+    await Promise.resolve().then(() => stopWatch?.()).catch(() => undefined);
     const d = m.driver;
     m.driver = undefined;
     m.status = STATUS_DISABLED;

@@ -34,7 +34,9 @@ export class VfsWriter {
     const existing = await tree.tryObjAt(loc.mount, loc.dpath, this.vfs.args(ctx));
     if (existing && !existing.isDir) throw new VfsError('EXISTS', 'file exists', { path: vpath });
     if (!existing) requireCap(loc.mount.capabilities, 'canMkdir');
-    return this.vfs.entryOf(loc, existing ?? (await tree.ensureDir(loc.mount, loc.dpath, this.vfs.args(ctx))));
+    const entry = this.vfs.entryOf(loc, existing ?? (await tree.ensureDir(loc.mount, loc.dpath, this.vfs.args(ctx))));
+    if (!existing) this.vfs.changes.emit({ kind: 'mkdir', vpath, entry });
+    return entry;
   }
 
   /** The located source of a move/copy; virtual folders and storage roots cannot be moved or copied. */
@@ -97,7 +99,9 @@ export class VfsWriter {
     }
     if (kind === 'move') tree.changed(src.mount, src.dpath, srcObj.isDir);
     tree.changed(dst.mount, dst.dpath, true);
-    return this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
+    const entry = this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
+    this.vfs.changes.emit({ kind, vpath: vs, to: vd, entry });
+    return entry;
   }
 
   /** With overwrite, an existing file at the target is removed first; folders are never replaced. */
@@ -111,6 +115,7 @@ export class VfsWriter {
     const d = tree.driver(dst.mount);
     await tree.call(() => d.remove!(existing, args));
     tree.changed(dst.mount, dst.dpath);
+    this.vfs.changes.emit({ kind: 'remove', vpath: dst.vpath });
   }
 
   /** Move to another folder, renaming on the side where the names do not collide. */
@@ -168,6 +173,7 @@ export class VfsWriter {
     const d = tree.driver(loc.mount);
     await tree.call(() => d.remove!(obj, args));
     tree.changed(loc.mount, loc.dpath, obj.isDir);
+    this.vfs.changes.emit({ kind: 'remove', vpath });
   }
 
   /**
@@ -194,7 +200,9 @@ export class VfsWriter {
       }),
     );
     tree.changed(loc.mount, loc.dpath);
-    return this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
+    const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
+    this.vfs.changes.emit({ kind: 'put', vpath, entry });
+    return entry;
   }
 
   async setModified(ctx: AccessContext, path: string, modified: Date): Promise<void> {

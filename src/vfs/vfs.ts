@@ -16,6 +16,7 @@ import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
 import type { DirFacts, Entry, Listing, PutOptions, ReadResult, StorageInfo, TransferOptions, VfsApi } from './types.js';
 import { VfsWriter } from './vfs-write.js';
+import { ChangeFeed, type VfsChangeListener } from './events.js';
 
 export interface VfsDeps {
   mounts: MountTable;
@@ -33,11 +34,18 @@ export interface Located {
 export class Vfs implements VfsApi {
   /** Internal helpers shared with VfsWriter; not for adapters. */
   readonly tree: Tree;
+  /** Change notifications (./events.ts); VfsWriter emits into it too. */
+  readonly changes = new ChangeFeed();
   private readonly writer: VfsWriter;
 
   constructor(readonly deps: VfsDeps) {
     this.tree = new Tree(deps.cache);
     this.writer = new VfsWriter(this);
+  }
+
+  /** Be told about every successful change (and listing) as it happens; returns the unsubscribe function. */
+  onChange(listener: VfsChangeListener): () => void {
+    return this.changes.on(listener);
   }
 
   /** User path → absolute VPath under the base path (`..`, NUL, `\` → INVALID), then hide and password checks. */
@@ -100,6 +108,7 @@ export class Vfs implements VfsApi {
     // Mount points below show as folders after the real objects; a real object of the same name wins.
     const real = new Set(entries.map((e) => e.name));
     for (const v of this.deps.mounts.childMounts(vpath)) if (!real.has(v.name)) entries.push(v);
+    if (this.changes.active) this.changes.emit({ kind: 'listed', vpath, entries: [...entries] });
     const hide = await this.deps.rules.hidePatterns(p, vpath);
     const visible = hide.length ? entries.filter((e) => !hide.some((re) => re.test(e.name))) : entries;
     return { dir, entries: visible, storage, facts: await this.deps.rules.facts(p, vpath) };

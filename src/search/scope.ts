@@ -1,0 +1,79 @@
+/**
+ * What belongs in the index (alist-compat §5, §8): nothing below an `ignore_paths` line, nothing
+ * served by a storage with `disable_index`, nothing deeper than `max_index_depth` (a top-level
+ * entry has depth 1). Also the internal principal the index walks the tree with: it sees hidden
+ * entries and passes path passwords, because filtering happens at query time for each caller.
+ */
+import { PERM, ROLE, type AccessContext, type Principal } from '../auth/principal.js';
+import { basename, isWithin, normalize, parent, segments } from '../paths.js';
+import type { Settings } from '../settings/settings.js';
+import type { Mount, MountTable } from '../vfs/mounts.js';
+import type { Entry } from '../vfs/types.js';
+import type { IndexRow } from './store.js';
+
+const INDEXER: Principal = {
+  userId: 0, username: 'indexer', role: ROLE.ADMIN, basePath: '/', permission: PERM.SEE_HIDDEN | PERM.NO_PASSWORD,
+  disabled: false, otp: false, pwdTs: 0,
+};
+
+export function indexerContext(signal?: AbortSignal): AccessContext {
+  return { principal: INDEXER, protocol: 'internal', ip: '', signal };
+}
+
+export function rowOf(e: Entry): IndexRow {
+  return { parent: parent(e.vpath), name: basename(e.vpath), isDir: e.isDir, size: e.isDir ? 0 : e.size };
+}
+
+export interface AcceptOptions {
+  /** Ignored paths to use instead of reading `ignore_paths` again (hot loops pass them once). */
+  ignore?: readonly string[];
+  /** false: the caller limits depth itself (a build job counts from where it started). */
+  depth?: boolean;
+}
+
+export class IndexScope {
+  constructor(private readonly settings: Settings, private readonly mounts: MountTable) {}
+
+  /** `max_index_depth`; zero or negative means unlimited. */
+  maxDepth(): number {
+    const n = this.settings.number('max_index_depth');
+    return Number.isFinite(n) && n > 0 ? Math.floor(n) : Infinity;
+  }
+
+  ignorePaths(): string[] {
+    const out: string[] = [];
+    for (const line of this.settings.get('ignore_paths').split('\n')) {
+      const t = line.trim();
+      if (!t) continue;
+      try {
+        out.push(normalize(t));
+      } catch {
+        // a line with `..` can name nothing in the tree
+      }
+    }
+    return out;
+  }
+
+  /** Does a storage's content go into the index (also decides which storages are watched). */
+  storageIndexed(m: Mount): boolean {
+    return !m.record.disable_index;
+  }
+
+  /** The storage owning `vpath` (longest mount path on whole segments), if any. */
+  private owner(vpath: string): Mount | undefined {
+    let best: Mount | undefined;
+    for (const m of this.mounts.all()) {
+      if (isWithin(m.record.mount_path, vpath) && (!best || m.segments.length > best.segments.length)) best = m;
+    }
+    return best;
+  }
+
+  accepts(vpath: string, opts: AcceptOptions = {}): boolean {
+    const depth = segments(vpath).length;
+    if (depth === 0) return false;
+    if (opts.depth !== false && depth > this.maxDepth()) return false;
+    for (const ig of opts.ignore ?? this.ignorePaths()) if (isWithin(ig, vpath)) return false;
+    const m = this.owner(vpath);
+    return !m || this.storageIndexed(m);
+  }
+}

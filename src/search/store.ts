@@ -1,0 +1,152 @@
+/**
+ * Row-level operations on the index file (schema.ts). Everything here is synchronous (better-sqlite3)
+ * and each public method is one transaction, so a crash never leaves half an operation behind.
+ * Paths are absolute virtual paths; callers decide *what* belongs in the index (scope.ts).
+ */
+import type { Statement } from 'better-sqlite3';
+import { basename, parent, segments } from '../paths.js';
+import { createSchema, openIndexDb, type Db } from './schema.js';
+import { fold } from './text.js';
+
+export interface IndexRow {
+  parent: string;
+  name: string;
+  isDir: boolean;
+  size: number;
+}
+
+/** SQL (and its parameters) selecting rows strictly below `vpath`. */
+export function below(vpath: string, col = 'parent'): { sql: string; params: string[] } {
+  if (segments(vpath).length === 0) return { sql: '1', params: [] };
+  return { sql: `(${col} = ? OR (${col} >= ? AND ${col} < ?))`, params: [vpath, vpath + '/', vpath + '0'] };
+}
+
+/** Code points, as SQLite's length()/substr() count characters. */
+const chars = (s: string) => [...s].length;
+
+export class IndexStore {
+  readonly db: Db;
+  private readonly upsertStmt: Statement;
+  private readonly insertIgnoreStmt: Statement;
+  private readonly deleteRowStmt: Statement;
+
+  constructor(file: string) {
+    this.db = openIndexDb(file);
+    this.upsertStmt = this.db.prepare(
+      `INSERT INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (parent, name) DO UPDATE SET is_dir = excluded.is_dir, size = excluded.size`,
+    );
+    this.insertIgnoreStmt = this.db.prepare(`INSERT OR IGNORE INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, 1, 0)`);
+    this.deleteRowStmt = this.db.prepare(`DELETE FROM entries WHERE parent = ? AND name = ?`);
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+
+  /** Run `fn` in one transaction. */
+  tx<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  count(): number {
+    return (this.db.prepare(`SELECT count(*) AS n FROM entries`).get() as { n: number }).n;
+  }
+
+  upsert(rows: readonly IndexRow[]): void {
+    this.tx(() => {
+      for (const r of rows) this.upsertStmt.run(r.parent, r.name, fold(r.name), r.isDir ? 1 : 0, r.isDir ? 0 : r.size);
+    });
+  }
+
+  /** Folders leading to `vpath` (root excluded), added when missing: writes create parents too. */
+  ensureFolders(vpath: string): void {
+    const segs = segments(vpath);
+    this.tx(() => {
+      for (let i = 0; i < segs.length - 1; i++) {
+        this.insertIgnoreStmt.run('/' + segs.slice(0, i).join('/'), segs[i]!, fold(segs[i]!));
+      }
+    });
+  }
+
+  /** Remove the row at `vpath` and everything below it. */
+  removeTree(vpath: string): void {
+    this.tx(() => this.removeTreeNow(vpath));
+  }
+
+  private removeTreeNow(vpath: string): void {
+    if (segments(vpath).length > 0) this.deleteRowStmt.run(parent(vpath), basename(vpath));
+    const b = below(vpath);
+    this.db.prepare(`DELETE FROM entries WHERE ${b.sql}`).run(...b.params);
+  }
+
+  /** The subtree at `from` now lives at `to` (whatever was indexed at `to` is replaced). */
+  moveTree(from: string, to: string, top: IndexRow): void {
+    this.tx(() => {
+      this.removeTreeNow(to);
+      this.deleteRowStmt.run(parent(from), basename(from));
+      this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size);
+      const b = below(from);
+      this.db.prepare(`UPDATE entries SET parent = ? || substr(parent, ?) WHERE ${b.sql}`).run(to, chars(from) + 1, ...b.params);
+    });
+  }
+
+  /** The subtree at `from` was copied to `to`. */
+  copyTree(from: string, to: string, top: IndexRow): void {
+    this.tx(() => {
+      this.removeTreeNow(to);
+      this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size);
+      const b = below(from);
+      this.db
+        .prepare(`INSERT OR REPLACE INTO entries (parent, name, lname, is_dir, size)
+                  SELECT ? || substr(parent, ?), name, lname, is_dir, size FROM entries WHERE ${b.sql}`)
+        .run(to, chars(from) + 1, ...b.params);
+    });
+  }
+
+  /** Make the indexed children of `dir` exactly `rows` (vanished ones lose their subtrees too). */
+  replaceChildren(dir: string, rows: readonly IndexRow[]): void {
+    this.tx(() => {
+      const keep = new Set(rows.map((r) => r.name));
+      const old = this.db.prepare(`SELECT name FROM entries WHERE parent = ?`).pluck().all(dir) as string[];
+      for (const name of old) if (!keep.has(name)) this.removeTreeNow(dir === '/' ? `/${name}` : `${dir}/${name}`);
+      this.upsert(rows);
+    });
+  }
+
+  /** Drop every row (recreating the tables is far faster than deleting a million rows one by one). */
+  clear(): void {
+    this.tx(() => {
+      this.db.exec(`DROP TRIGGER IF EXISTS entries_ai; DROP TRIGGER IF EXISTS entries_ad; DROP TRIGGER IF EXISTS entries_au;
+                    DROP TABLE IF EXISTS names_vocab; DROP TABLE IF EXISTS names; DELETE FROM entries;`);
+      createSchema(this.db);
+    });
+  }
+
+  getState<T>(key: string): T | undefined {
+    const v = this.db.prepare(`SELECT value FROM state WHERE key = ?`).pluck().get(key) as string | undefined;
+    return v === undefined ? undefined : (JSON.parse(v) as T);
+  }
+
+  setState(key: string, value: unknown): void {
+    this.db.prepare(`INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
+      .run(key, JSON.stringify(value));
+  }
+
+  enqueue(path: string, depth: number): void {
+    this.db.prepare(`INSERT INTO queue (path, depth) VALUES (?, ?)`).run(path, depth);
+  }
+
+  /** The next folder the job should list, oldest first. */
+  nextQueued(): { id: number; path: string; depth: number } | undefined {
+    return this.db.prepare(`SELECT id, path, depth FROM queue ORDER BY id LIMIT 1`).get() as { id: number; path: string; depth: number } | undefined;
+  }
+
+  dequeue(id: number): void {
+    this.db.prepare(`DELETE FROM queue WHERE id = ?`).run(id);
+  }
+
+  clearQueue(): void {
+    this.db.exec(`DELETE FROM queue`);
+  }
+}

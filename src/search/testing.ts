@@ -1,0 +1,52 @@
+/**
+ * Test support for the search tests (imported only by *.test.ts): a VFS core over Memory storages,
+ * its settings with search switched on, and a SearchService over a data dir that can outlive it
+ * (to test a restart).
+ */
+import pino from 'pino';
+import { PERM } from '../auth/principal.js';
+import { Settings } from '../settings/settings.js';
+import { ctx, makeCore, principal, type TestCore } from '../vfs/testing.js';
+import { SearchService } from './service.js';
+
+export const ADMIN = ctx(principal(0x3fff));
+/** A user with every write bit but neither see-hidden nor skip-password. */
+export const USER_BITS = 0xfff & ~(PERM.SEE_HIDDEN | PERM.NO_PASSWORD);
+
+export interface SearchRig {
+  core: TestCore;
+  settings: Settings;
+  service: SearchService;
+  /** A fresh service on the same data dir (the old one must be closed first). */
+  restart(): SearchService;
+  cleanup(): Promise<void>;
+}
+
+export async function makeRig(values: Record<string, string> = {}): Promise<SearchRig> {
+  const core = await makeCore();
+  const settings = await Settings.load(core.store, 'test');
+  await settings.save({ search_index: 'database', ...values });
+  const make = () => {
+    const s = new SearchService({ dataDir: core.dir, settings, vfs: core.vfs, mounts: core.mounts, rules: core.rules, log: pino({ level: 'silent' }), syncMs: 100 });
+    s.start();
+    return s;
+  };
+  const rig: SearchRig = {
+    core, settings, service: make(),
+    restart: () => (rig.service = make()),
+    cleanup: async () => {
+      await rig.service.close();
+      await core.cleanup();
+    },
+  };
+  return rig;
+}
+
+/** Poll until the build job is over (bounded). */
+export async function built(s: SearchService, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (s.running) {
+    if (Date.now() > until) throw new Error('index build did not finish in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,124 @@
+/**
+ * Keeps the index current between builds:
+ * - every write through the VFS (put, mkdir, move, copy, remove) is applied at once;
+ * - with `auto_update_index`, a folder listing replaces what the index knows about that folder's
+ *   children (skipped while a build job runs: the job is listing everything anyway);
+ * - changes made outside treegate, reported by storages that can watch (Local), are collected for
+ *   a moment and then looked up through the VFS: present → indexed, gone → removed with subtree.
+ */
+import type { Logger } from 'pino';
+import { isVfsError } from '../errors.js';
+import { segments } from '../paths.js';
+import type { Settings } from '../settings/settings.js';
+import type { VfsChange } from '../vfs/events.js';
+import type { Vfs } from '../vfs/vfs.js';
+import type { IndexBuilder } from './builder.js';
+import { indexerContext, rowOf, type IndexScope } from './scope.js';
+import type { IndexStore } from './store.js';
+
+/** How long outside changes are collected before they are looked up (bursts collapse into one pass). */
+export const OUTSIDE_DEBOUNCE_MS = 250;
+
+export class IndexUpdater {
+  private readonly pending = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly store: IndexStore,
+    private readonly scope: IndexScope,
+    private readonly builder: IndexBuilder,
+    private readonly settings: Settings,
+    private readonly vfs: Vfs,
+    private readonly log: Logger,
+  ) {}
+
+  onVfsChange(c: VfsChange): void {
+    if (this.closed) return;
+    try {
+      this.apply(c);
+    } catch (err) {
+      this.log.warn({ err, change: c.kind, path: c.vpath }, 'search index update failed');
+    }
+  }
+
+  private apply(c: VfsChange): void {
+    const { store, scope } = this;
+    switch (c.kind) {
+      case 'put':
+      case 'mkdir':
+        if (!scope.accepts(c.vpath)) return;
+        store.ensureFolders(c.vpath);
+        store.upsert([rowOf(c.entry)]);
+        return;
+      case 'remove':
+        store.removeTree(c.vpath);
+        return;
+      case 'move':
+      case 'copy':
+        if (!scope.accepts(c.to)) {
+          if (c.kind === 'move') store.removeTree(c.vpath);
+          return;
+        }
+        store.ensureFolders(c.to);
+        if (c.kind === 'move') store.moveTree(c.vpath, c.to, rowOf(c.entry));
+        else store.copyTree(c.vpath, c.to, rowOf(c.entry));
+        return;
+      case 'listed': {
+        if (!this.settings.bool('auto_update_index') || this.builder.running) return;
+        if (segments(c.vpath).length > 0 && !scope.accepts(c.vpath)) return;
+        const ignore = scope.ignorePaths();
+        store.replaceChildren(c.vpath, c.entries.filter((e) => scope.accepts(e.vpath, { ignore })).map(rowOf));
+        return;
+      }
+    }
+  }
+
+  /** A storage reported an outside change at `vpath`. */
+  onOutsideChange(vpath: string): void {
+    if (this.closed) return;
+    this.pending.add(vpath);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, OUTSIDE_DEBOUNCE_MS);
+  }
+
+  /** Look up every pending path (one pass at a time; changes arriving meanwhile wait for the next). */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.closed || this.pending.size === 0) return;
+    const paths = [...this.pending].sort(); // parents before children
+    this.pending.clear();
+    this.flushing = (async () => {
+      for (const vpath of paths) {
+        if (this.closed) return;
+        await this.refresh(vpath);
+      }
+    })().finally(() => (this.flushing = undefined));
+    await this.flushing;
+  }
+
+  private async refresh(vpath: string): Promise<void> {
+    try {
+      const entry = await this.vfs.stat(indexerContext(), vpath);
+      if (this.closed || !this.scope.accepts(vpath)) return;
+      this.store.ensureFolders(vpath);
+      this.store.upsert([rowOf(entry)]);
+    } catch (err) {
+      if (this.closed) return;
+      if (isVfsError(err, 'NOT_FOUND') || isVfsError(err, 'NOT_A_DIR')) this.store.removeTree(vpath);
+      else this.log.debug({ err, path: vpath }, 'search index: outside change not applied');
+    }
+  }
+
+  /** Drop pending work and wait for a pass in progress. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pending.clear();
+    await this.flushing;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Change notifications of the VFS, for services that mirror the tree (the search index, and any
+ * later cache or audit log). Protocol-neutral and consumer-neutral: the VFS emits *what changed*,
+ * in absolute virtual paths (base path included), after the operation succeeded.
+ *
+ * - `put`, `mkdir`: the entry now at `vpath` (missing parent folders may have been created too);
+ * - `remove`: `vpath` and everything below it are gone;
+ * - `move`, `copy`: `vpath` (and its subtree) now also/instead lives at `to`; `entry` is the target;
+ * - `listed`: a folder was listed and these are *all* its children as the storage reports them
+ *   (before hide rules, mount points included), so a mirror can refresh what it knows.
+ *
+ * Listeners run synchronously inside the VFS call and must be cheap and must not throw (a throwing
+ * listener is isolated so that it can never fail the operation that emitted the event).
+ */
+import type { Entry } from './types.js';
+
+export type VfsChange =
+  | { kind: 'put' | 'mkdir'; vpath: string; entry: Entry }
+  | { kind: 'remove'; vpath: string }
+  | { kind: 'move' | 'copy'; vpath: string; to: string; entry: Entry }
+  | { kind: 'listed'; vpath: string; entries: readonly Entry[] };
+
+export type VfsChangeListener = (change: VfsChange) => void;
+
+export class ChangeFeed {
+  private readonly listeners = new Set<VfsChangeListener>();
+
+  /** Subscribe; returns the unsubscribe function. */
+  on(listener: VfsChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  /** True when someone listens (lets the VFS skip building events nobody reads). */
+  get active(): boolean {
+    return this.listeners.size > 0;
+  }
+
+  emit(change: VfsChange): void {
+    for (const l of this.listeners) {
+      try {
+        l(change);
+      } catch {
+        // A mirror's failure is its own business; the file operation already succeeded.
+      }
+    }
+  }
+}
