@@ -70,17 +70,8 @@ export interface KindRunner {
   abandoned?(rec: TaskRecord): Promise<void>;
 }
 
-/** AList's TaskInfo JSON (times formatted by the adapter). */
-export interface TaskInfo {
-  id: string;
-  name: string;
-  creator: string;
-  creator_role: number;
-  state: number;
-  status: string;
-  progress: number;
-  start_time: string | null;
-  end_time: string | null;
-  total_bytes: number;
-  error: string;
-}
+/** AList's TaskInfo JSON (times formatted by the adapter): the public part of a TaskRecord. */
+export type TaskInfo = Pick<
+  TaskRecord,
+  'id' | 'name' | 'creator' | 'creator_role' | 'state' | 'status' | 'progress' | 'start_time' | 'end_time' | 'total_bytes' | 'error'
+>;
