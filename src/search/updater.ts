@@ -37,7 +37,8 @@ export class IndexUpdater {
   onVfsChange(c: VfsChange): void {
     if (this.closed) return;
     try {
-      this.apply(c);
+      // One transaction per change (ensureFolders + upsert would otherwise be two commits).
+      this.store.tx(() => this.apply(c));
     } catch (err) {
       this.log.warn({ err, change: c.kind, path: c.vpath }, 'search index update failed');
     }

@@ -1,0 +1,126 @@
+/**
+ * Writing an upload into place atomically: the bytes go to a temp file next to the target (same
+ * file system, so the final rename is atomic) with a random name created with O_EXCL (so it can
+ * never be a pre-planted symlink), then the temp file is renamed over the target. A failed or
+ * aborted upload removes its temp file and leaves the target untouched.
+ *
+ * Small bodies (the whole stream fits in SMALL_BODY) are buffered and written with synchronous
+ * write, futimes, fstat, close and rename: page-cache work of a few microseconds each, while their
+ * promise forms are a thread-pool round trip each — for a 1 KiB upload those round trips were most
+ * of the time. Only the create stays asynchronous: allocating an inode waits on the file system's
+ * journal, measured here at up to ~0.4 ms when another process writes a lot, which must not stall
+ * every other request. Bigger bodies are streamed, so memory stays bounded whatever the size.
+ */
+import { closeSync, createWriteStream, fstatSync, futimesSync, open, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { rename, rm, utimes } from 'node:fs/promises';
+import * as nodePath from 'node:path';
+import { promisify } from 'node:util';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { VfsError, fromErrno } from '../../src/errors.js';
+import type { PutArgs } from '../types.js';
+import { TEMP_PREFIX } from './listing.js';
+
+/** Bodies up to this size are buffered and written synchronously. */
+export const SMALL_BODY = 64 * 1024;
+
+const create = promisify(open);
+
+const tempIn = (dirReal: string) => nodePath.join(dirReal, TEMP_PREFIX + randomBytes(12).toString('hex'));
+
+/** Read `stream` until it ends or holds more than `limit` bytes; `rest` continues where it stopped. */
+async function head(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; size: number; done: boolean; it: AsyncIterator<Buffer> }> {
+  const it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for (;;) {
+    const r = await it.next();
+    if (r.done) return { chunks, size, done: true, it };
+    const b = Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array);
+    chunks.push(b);
+    size += b.length;
+    if (size > limit) return { chunks, size, done: false, it };
+  }
+}
+
+function checkSize(args: PutArgs, written: number): void {
+  if (args.size !== undefined && written !== args.size) {
+    throw new VfsError('INVALID', `size mismatch: expected ${args.size} bytes, got ${written}`);
+  }
+}
+
+/** Write `data` to a new temp file and rename it to `target`; the file's stats. */
+async function writeSmall(dirReal: string, target: string, data: Buffer[], args: PutArgs): Promise<Stats> {
+  const temp = tempIn(dirReal);
+  const fd = await create(temp, 'wx');
+  try {
+    let st: Stats;
+    try {
+      for (const b of data) for (let off = 0; off < b.length; ) off += writeSync(fd, b, off);
+      if (args.modified) futimesSync(fd, args.modified, args.modified);
+      st = fstatSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(temp, target);
+    return st;
+  } catch (e) {
+    rmSync(temp, { force: true });
+    throw e;
+  }
+}
+
+/** Stream `body` into a temp file in `dirReal`, then rename it to `target`. */
+async function writeStreamed(dirReal: string, target: string, body: Readable, args: PutArgs): Promise<Stats> {
+  const temp = tempIn(dirReal);
+  let written = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      written += chunk.length;
+      args.onProgress?.(written);
+      cb(null, chunk);
+    },
+  });
+  try {
+    await pipeline(body, counter, createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 }), { signal: args.signal });
+    checkSize(args, written);
+    if (args.modified) await utimes(temp, args.modified, args.modified);
+    await rename(temp, target);
+  } catch (e) {
+    await rm(temp, { force: true });
+    throw e;
+  }
+  return statSync(target);
+}
+
+/**
+ * Put `stream` at `target` (a name directly inside the real folder `dirReal`). Errors are mapped to
+ * VfsErrors for `dpath`; an aborted upload (args.signal) is UPSTREAM.
+ */
+export async function putFile(dirReal: string, target: string, stream: Readable, args: PutArgs, dpath: string): Promise<Stats> {
+  try {
+    if (args.size !== undefined && args.size > SMALL_BODY) return await writeStreamed(dirReal, target, stream, args);
+    const first = await head(stream, SMALL_BODY);
+    if (!first.done) {
+      // Too big after all (size unknown in advance): stream what was read, then the rest.
+      const { chunks, it } = first;
+      const rest = Readable.from((async function* () {
+        try {
+          yield* chunks;
+          for (let r = await it.next(); !r.done; r = await it.next()) yield r.value;
+        } finally {
+          await it.return?.(); // stopped early (error, abort): release the source as pipeline would
+        }
+      })(), { objectMode: false });
+      return await writeStreamed(dirReal, target, rest, args);
+    }
+    args.signal?.throwIfAborted();
+    if (first.size) args.onProgress?.(first.size);
+    checkSize(args, first.size);
+    return await writeSmall(dirReal, target, first.chunks, args);
+  } catch (e) {
+    if (args.signal?.aborted) throw new VfsError('UPSTREAM', 'upload aborted', { path: dpath, cause: e });
+    throw fromErrno(e, dpath);
+  }
+}
