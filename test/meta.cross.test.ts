@@ -2,13 +2,13 @@
  * One meta scenario (password, write=false / write=true, hide, readme) and one permission matrix,
  * checked through every protocol surface: the same user must get the same answer everywhere
  * (decision 3). Each surface is a driver object that maps its protocol's answers to a neutral
- * Outcome. Only REST is here yet; the WebDAV and SFTP engineers add `webdavSurface` / `sftpSurface`
- * to SURFACES (and switch to an SFTP-enabled server) without touching the scenarios.
+ * Outcome: REST (fetch), WebDAV (raw HTTP requests) and SFTP (ssh2 client) share the scenarios.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
 import { addMeta, ok, PERM, seed } from './fs-helpers.js';
 import { connectSftpSurface } from './clients/sftp.js';
+import { davClient, type DavResponse } from './clients/webdav.js';
 
 /** Protocol-neutral result: denied = permission bit, meta write or path password refused. */
 type Outcome = 'ok' | 'denied' | 'not_found';
@@ -85,8 +85,48 @@ const sftpSurface: Surface = {
   connect: (ts, username, password) => connectSftpSurface(ts.sftpPort, username, password),
 };
 
-/** Add the WebDAV driver here. */
-const SURFACES: Surface[] = [restSurface, sftpSurface];
+// ---- WebDAV surface (Basic auth on every request; no path password, no readme) --------------------
+
+function davOutcome(r: DavResponse): Outcome {
+  if (r.status >= 200 && r.status < 300) return 'ok';
+  if (r.status === 403) return 'denied';
+  if (r.status === 404) return 'not_found';
+  throw new Error(`unexpected WebDAV answer ${r.status} ${r.body.slice(0, 200)}`);
+}
+
+const webdavSurface: Surface = {
+  name: 'webdav',
+  async connect(ts, username, password) {
+    const dav = davClient(ts.url, username, password);
+    const enc = (p: string) => p.split('/').map(encodeURIComponent).join('/');
+    const name = (p: string) => p.replace(/^.*\//, '');
+    const to = (method: 'MOVE' | 'COPY', src: string, dst: string) =>
+      dav(method, enc(src), { headers: { destination: `${ts.url}/dav${enc(dst)}`, overwrite: 'F' } }).then(davOutcome);
+    return {
+      sendsPassword: false,
+      async list(path) {
+        const r = await dav('PROPFIND', enc(path), { headers: { depth: '1' } });
+        if (r.status !== 207) return { outcome: davOutcome(r), names: [] };
+        const hrefs = [...r.body.matchAll(/<(?:[\w-]+:)?href>([^<]+)<\//g)].map((m) => decodeURIComponent(m[1]!).replace(/\/$/, ''));
+        return { outcome: 'ok', names: hrefs.filter((h) => h !== `/dav${path}`).map(name).sort() };
+      },
+      async read(path) {
+        const r = await dav('GET', enc(path));
+        return { outcome: davOutcome(r), body: r.status === 200 ? r.body : '' };
+      },
+      upload: async (path, body) => davOutcome(await dav('PUT', enc(path), { body })),
+      mkdir: async (path) => davOutcome(await dav('MKCOL', enc(path))),
+      rename: (path, newName) => to('MOVE', path, path.replace(/[^/]*$/, newName)),
+      move: (path, dst) => to('MOVE', path, `${dst}/${name(path)}`),
+      copy: (path, dst) => to('COPY', path, `${dst}/${name(path)}`),
+      remove: async (path) => davOutcome(await dav('DELETE', enc(path))),
+      readme: async () => undefined,
+      close: async () => undefined,
+    };
+  },
+};
+
+const SURFACES: Surface[] = [restSurface, webdavSurface, sftpSurface];
 
 // ---- the scenarios ----------------------------------------------------------------------------
 
