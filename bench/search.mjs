@@ -1,7 +1,7 @@
 // Search index benchmark (not a test; no asserts). Needs `npm run build` first (npm run bench does it).
 //
 // 1. Query speed at 1,000,000 entries: index rows for a generated tree are written straight into a
-//    fresh search.db through IndexStore (the same upsert + FTS triggers the VFS hooks use), then a
+//    fresh search.db through IndexStore (the same upsert + FTS5 indexing the VFS hooks use), then a
 //    mix of typical queries is timed through SearchQueries (count + first page of 100, as
 //    fs/search does), plus a few deliberately broad ones reported on their own.
 // 2. Build speed through the VFS: 1M files on disk is too slow to create on a shared machine, so a
@@ -96,7 +96,7 @@ try {
   flush();
   const writeMs = ms(t0);
   const rows = store.count();
-  console.log(`index rows: ${rows.toLocaleString()} written in ${(writeMs / 1000).toFixed(1)} s (${Math.round(rows / (writeMs / 1000)).toLocaleString()} rows/s, upsert + FTS5 trigram triggers)`);
+  console.log(`index rows: ${rows.toLocaleString()} written in ${(writeMs / 1000).toFixed(1)} s (${Math.round(rows / (writeMs / 1000)).toLocaleString()} rows/s, upsert + FTS5 trigram index)`);
 
   const q = new SearchQueries(store.db);
   const run = (keywords, root = '/', access) => q.run({ root, keywords: keywordsOf(keywords), scope: 0, offset: 0, limit: 100 }, access);

@@ -148,6 +148,10 @@ describe('tree edits', () => {
     expect(paths(search('', { root: '/docs/copy' }))).toEqual(['/docs/copy/fresh report.txt']);
     store.ensureFolders('/new/a/b.txt');
     expect(paths(search('', { root: '/new' }))).toEqual(['/new/a']);
+    store.upsert([file('/docs', 'report-draft.txt', 99), file('/new/a', 'b.txt')]); // one update, one insert
+    expect(paths(search('b.txt'))).toEqual(['/new/a/b.txt']);
+    // The store indexes inserted rows itself (no insert trigger): the FTS index matches the table exactly.
+    expect(() => store.db.exec(`INSERT INTO names(names, rank) VALUES ('integrity-check', 1)`)).not.toThrow();
   });
 
   it('clear drops everything and the index keeps working', () => {

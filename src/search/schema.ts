@@ -8,7 +8,8 @@
  *   order), a range on the (parent, …) indexes — also what short keywords scan (entries_scan covers
  *   that scan, so it reads no table rows until the page itself).
  * - names is an external-content FTS5 table over entries.lname (detail=full: phrase queries are
- *   exact substring matches, so no second check is needed), kept in sync by triggers. The
+ *   exact substring matches, so no second check is needed), kept in sync by triggers for updates
+ *   and deletes and by the store itself for inserts (see the DDL). The
  *   tokenizer is case sensitive because lname is already folded (text.ts), so both sides fold alike.
  * - queue holds folders still to list for the running job; state holds the job and its progress.
  */
@@ -31,9 +32,11 @@ CREATE INDEX IF NOT EXISTS entries_scan ON entries (parent, lname, is_dir);
 CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5(
   lname, content='entries', content_rowid='id', tokenize='trigram case_sensitive 1', detail='full'
 );
-CREATE TRIGGER IF NOT EXISTS entries_ai AFTER INSERT ON entries BEGIN
-  INSERT INTO names(rowid, lname) VALUES (new.id, new.lname);
-END;
+-- No insert trigger: an FTS5 write inside a trigger flushes FTS5's pending terms as a segment of
+-- its own each time, which made every inserted row ~6x dearer; the store indexes inserted rows
+-- itself with one INSERT … SELECT per operation (IndexStore.indexNew). Files from older versions
+-- had the trigger: dropped here so rows are not indexed twice.
+DROP TRIGGER IF EXISTS entries_ai;
 CREATE TRIGGER IF NOT EXISTS entries_ad AFTER DELETE ON entries BEGIN
   INSERT INTO names(names, rowid, lname) VALUES ('delete', old.id, old.lname);
 END;

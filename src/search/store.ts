@@ -15,6 +15,12 @@ export interface IndexRow {
   size: number;
 }
 
+export interface QueuedFolder {
+  id: number;
+  path: string;
+  depth: number;
+}
+
 /** SQL (and its parameters) selecting rows strictly below `vpath`. */
 export function below(vpath: string, col = 'parent'): { sql: string; params: string[] } {
   if (segments(vpath).length === 0) return { sql: '1', params: [] };
@@ -29,6 +35,11 @@ export class IndexStore {
   private readonly upsertStmt: Statement;
   private readonly insertIgnoreStmt: Statement;
   private readonly deleteRowStmt: Statement;
+  private readonly maxIdStmt: Statement;
+  private readonly indexFromStmt: Statement;
+  private readonly enqueueStmt: Statement;
+  private readonly dequeueStmt: Statement;
+  private readonly setStateStmt: Statement;
 
   constructor(file: string) {
     this.db = openIndexDb(file);
@@ -38,6 +49,12 @@ export class IndexStore {
     );
     this.insertIgnoreStmt = this.db.prepare(`INSERT OR IGNORE INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, 1, 0)`);
     this.deleteRowStmt = this.db.prepare(`DELETE FROM entries WHERE parent = ? AND name = ?`);
+    this.maxIdStmt = this.db.prepare(`SELECT coalesce(max(id), 0) FROM entries`).pluck();
+    this.indexFromStmt = this.db.prepare(`INSERT INTO names (rowid, lname) SELECT id, lname FROM entries WHERE id > ?`);
+    // The build job writes these once per folder: prepared once rather than per call.
+    this.enqueueStmt = this.db.prepare(`INSERT INTO queue (path, depth) VALUES (?, ?)`);
+    this.dequeueStmt = this.db.prepare(`DELETE FROM queue WHERE id = ?`);
+    this.setStateStmt = this.db.prepare(`INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
   }
 
   close(): void {
@@ -53,20 +70,34 @@ export class IndexStore {
     return (this.db.prepare(`SELECT count(*) AS n FROM entries`).get() as { n: number }).n;
   }
 
+  /**
+   * Run `fn` (inside a transaction) and add the rows it inserted to the FTS index in one statement
+   * (schema.ts: why there is no insert trigger). New rows are exactly those above the largest id
+   * before: a rowid is always chosen above the current largest, and `fn` deletes nothing it does
+   * not re-create (replace conflicts only happen on rows whose names were already indexed).
+   */
+  private indexNew(fn: () => void): void {
+    const before = this.maxIdStmt.get() as number;
+    fn();
+    this.indexFromStmt.run(before);
+  }
+
   upsert(rows: readonly IndexRow[]): void {
-    this.tx(() => {
+    if (rows.length === 0) return;
+    this.tx(() => this.indexNew(() => {
       for (const r of rows) this.upsertStmt.run(r.parent, r.name, fold(r.name), r.isDir ? 1 : 0, r.isDir ? 0 : r.size);
-    });
+    }));
   }
 
   /** Folders leading to `vpath` (root excluded), added when missing: writes create parents too. */
   ensureFolders(vpath: string): void {
     const segs = segments(vpath);
-    this.tx(() => {
+    if (segs.length < 2) return;
+    this.tx(() => this.indexNew(() => {
       for (let i = 0; i < segs.length - 1; i++) {
         this.insertIgnoreStmt.run('/' + segs.slice(0, i).join('/'), segs[i]!, fold(segs[i]!));
       }
-    });
+    }));
   }
 
   /** Remove the row at `vpath` and everything below it. */
@@ -85,7 +116,7 @@ export class IndexStore {
     this.tx(() => {
       this.removeTreeNow(to);
       this.deleteRowStmt.run(parent(from), basename(from));
-      this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size);
+      this.indexNew(() => this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size));
       const b = below(from);
       this.db.prepare(`UPDATE entries SET parent = ? || substr(parent, ?) WHERE ${b.sql}`).run(to, chars(from) + 1, ...b.params);
     });
@@ -95,12 +126,14 @@ export class IndexStore {
   copyTree(from: string, to: string, top: IndexRow): void {
     this.tx(() => {
       this.removeTreeNow(to);
-      this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size);
-      const b = below(from);
-      this.db
-        .prepare(`INSERT OR REPLACE INTO entries (parent, name, lname, is_dir, size)
-                  SELECT ? || substr(parent, ?), name, lname, is_dir, size FROM entries WHERE ${b.sql}`)
-        .run(to, chars(from) + 1, ...b.params);
+      this.indexNew(() => {
+        this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size);
+        const b = below(from);
+        this.db
+          .prepare(`INSERT OR REPLACE INTO entries (parent, name, lname, is_dir, size)
+                    SELECT ? || substr(parent, ?), name, lname, is_dir, size FROM entries WHERE ${b.sql}`)
+          .run(to, chars(from) + 1, ...b.params);
+      });
     });
   }
 
@@ -129,21 +162,21 @@ export class IndexStore {
   }
 
   setState(key: string, value: unknown): void {
-    this.db.prepare(`INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`)
-      .run(key, JSON.stringify(value));
+    this.setStateStmt.run(key, JSON.stringify(value));
   }
 
-  enqueue(path: string, depth: number): void {
-    this.db.prepare(`INSERT INTO queue (path, depth) VALUES (?, ?)`).run(path, depth);
+  /** Queue a folder for the job; its id, to take it off again. */
+  enqueue(path: string, depth: number): number {
+    return Number(this.enqueueStmt.run(path, depth).lastInsertRowid);
   }
 
-  /** The next folder the job should list, oldest first. */
-  nextQueued(): { id: number; path: string; depth: number } | undefined {
-    return this.db.prepare(`SELECT id, path, depth FROM queue ORDER BY id LIMIT 1`).get() as { id: number; path: string; depth: number } | undefined;
+  /** Every folder the job still has to list, oldest first. */
+  queued(): QueuedFolder[] {
+    return this.db.prepare(`SELECT id, path, depth FROM queue ORDER BY id`).all() as QueuedFolder[];
   }
 
   dequeue(id: number): void {
-    this.db.prepare(`DELETE FROM queue WHERE id = ?`).run(id);
+    this.dequeueStmt.run(id);
   }
 
   clearQueue(): void {
