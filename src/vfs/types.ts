@@ -75,6 +75,18 @@ export interface PutOptions {
   overwrite?: boolean;
   hashes?: Record<string, string>;
   onProgress?(bytes: number): void;
+  /**
+   * false: the parent folder must already exist; a missing parent, or a file in its place, fails
+   * with NOT_A_DIR (path: the parent) instead of being created. Default true (`mkdir -p`). Lets
+   * WebDAV answer 409 from the lookups put makes anyway instead of stat-ing the parent first.
+   */
+  parents?: boolean;
+  /**
+   * Told once, after every check passed and before the body is written, whether the target
+   * existed (it is being replaced) or not (it is being created): WebDAV's 204 vs 201, known from
+   * the lookup put makes anyway.
+   */
+  onTarget?(existed: boolean): void;
 }
 
 export interface TransferOptions {

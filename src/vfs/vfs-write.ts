@@ -192,7 +192,8 @@ export class VfsWriter {
     const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
     if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
     if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: vpath });
-    const dir = await tree.ensureDir(loc.mount, parent(loc.dpath), args);
+    const dir = opts.parents === false ? await this.existingDir(loc, args) : await tree.ensureDir(loc.mount, parent(loc.dpath), args);
+    opts.onTarget?.(existing !== undefined);
     const d = tree.driver(loc.mount);
     const made = await tree.call(() =>
       d.put!(dir, body, {
@@ -203,6 +204,13 @@ export class VfsWriter {
     const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
     this.vfs.changes.emit({ kind: 'put', vpath, entry });
     return entry;
+  }
+
+  /** The folder a put with `parents: false` goes into; missing or not a folder is NOT_A_DIR. */
+  private async existingDir(loc: Located, args: { signal?: AbortSignal }): Promise<Obj> {
+    const dir = await this.vfs.tree.tryObjAt(loc.mount, parent(loc.dpath), args);
+    if (!dir?.isDir) throw new VfsError('NOT_A_DIR', 'the parent folder does not exist', { path: parent(loc.vpath) });
+    return dir;
   }
 
   async setModified(ctx: AccessContext, path: string, modified: Date): Promise<void> {

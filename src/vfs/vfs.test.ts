@@ -59,6 +59,18 @@ describe('Vfs', () => {
     expect((await collect((await core.vfs.read(admin, '/n/a/b/c.txt')).stream)).toString()).toBe('new');
   });
 
+  it('put with parents: false needs the folder, and tells whether it replaced the target', async () => {
+    const seen: boolean[] = [];
+    const onTarget = (existed: boolean) => void seen.push(existed);
+    expect(await code(core.vfs.put(admin, '/n/missing/f.txt', body('x'), { parents: false, onTarget }))).toBe('NOT_A_DIR');
+    expect(await code(core.vfs.stat(admin, '/n/missing'))).toBe('NOT_FOUND');
+    expect(await code(core.vfs.put(admin, '/m/dir/file.txt/f.txt', body('x'), { parents: false, onTarget }))).toBe('NOT_A_DIR');
+    expect(seen).toEqual([]); // refused before the body was taken
+    await core.vfs.put(admin, '/m/dir/new.txt', body('a'), { parents: false, onTarget });
+    await core.vfs.put(admin, '/m/dir/new.txt', body('b'), { parents: false, onTarget });
+    expect(seen).toEqual([false, true]);
+  });
+
   it('mkdir is idempotent for folders and EXISTS over files', async () => {
     expect((await core.vfs.mkdir(admin, '/m/dir')).isDir).toBe(true);
     expect(await code(core.vfs.mkdir(admin, '/m/dir/file.txt'))).toBe('EXISTS');

@@ -8,11 +8,11 @@ import { encodePathForUrl } from '../../../src/paths.js';
 import { signPath } from '../../../src/sign.js';
 import type { ByteRange } from '../../../drivers/types.js';
 import type { Entry } from '../../../src/vfs/types.js';
-import { checkWrite } from '../conditions.js';
+import { blockingLocks, checkWrite, ifLists } from '../conditions.js';
 import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
-import { Batcher } from '../batcher.js';
+import { uploadBody } from '../batcher.js';
 
 const etagList = (h: string) => h.split(',').map((s) => s.trim().replace(/^W\//, ''));
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -122,24 +122,35 @@ export async function requireParent(dav: Dav, path: string): Promise<void> {
 }
 export { statOrUndefined };
 
-export async function put(dav: Dav): Promise<void> {
-  // Both looked up at once: the parent matters only when the target is new (vfs.put makes parents).
+/**
+ * Checks that must run before the VFS sees the PUT because they depend on whether the target
+ * exists: an `If` header, or a lock near the target (a lock on the parent blocks creating a member,
+ * not replacing one). Such a PUT looks both paths up first, as before (409 before 423). Otherwise
+ * (the common case) nothing can block the write, and vfs.put's own lookups answer 409 and 201/204.
+ */
+async function preflight(dav: Dav): Promise<void> {
+  const targets = [{ path: dav.path }, { path: parentOf(dav.path) }];
+  if (!ifLists(dav) && !blockingLocks(dav, targets, new Set()).length) return;
+  // Both looked up at once: the parent matters only when the target is new.
   const [existing, parentDir] = await Promise.all([statOrUndefined(dav, dav.path), statOrUndefined(dav, parentOf(dav.path))]);
   if (existing?.isDir) throw new VfsError('IS_A_DIR');
   if (!existing && !parentDir?.isDir) throw new DavError(409, 'the parent collection does not exist');
-  await checkWrite(dav, existing ? [{ path: dav.path }] : [{ path: dav.path }, { path: parentOf(dav.path) }]);
+  await checkWrite(dav, existing ? [{ path: dav.path }] : targets);
+}
 
+export async function put(dav: Dav): Promise<void> {
+  await preflight(dav);
   const mtimeHeader = dav.req.headers['x-oc-mtime'];
   const mtime = typeof mtimeHeader === 'string' && /^\d+(\.\d+)?$/.test(mtimeHeader) ? new Date(Number(mtimeHeader) * 1000) : undefined;
   const len = dav.req.headers['content-length'];
   const size = len !== undefined && /^\d+$/.test(len) ? Number(len) : undefined;
-  const body = dav.req.pipe(new Batcher());
-  dav.req.on('error', (err) => body.destroy(err));
-  dav.req.on('close', () => {
-    if (!dav.req.complete) body.destroy(new Error('client aborted the upload'));
+  const body = uploadBody(dav.req, size);
+  let existed = false;
+  // parents: false — a missing parent is NOT_A_DIR, which is WebDAV's 409 (errors.ts).
+  const entry = await dav.deps.vfs.put(dav.ctx, dav.path, body, {
+    size, modified: mtime, overwrite: true, parents: false, onTarget: (e) => (existed = e),
   });
-  const entry = await dav.deps.vfs.put(dav.ctx, dav.path, body, { size, modified: mtime, overwrite: true });
   const headers: Record<string, string> = { ETag: etagOf(entry) };
   if (mtime) headers['X-OC-MTime'] = 'accepted';
-  sendStatus(dav.res, existing ? 204 : 201, headers);
+  sendStatus(dav.res, existed ? 204 : 201, headers);
 }
