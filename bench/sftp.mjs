@@ -5,6 +5,10 @@
  * ratio treegate/OpenSSH (time: 1.00 = as fast, 2.00 = twice as slow) and treegate's peak RSS.
  *
  *   node bench/sftp.mjs [--size-mib 1024] [--files 10000] [--small 1000] [--repeat 1] [--cli PATH] [--no-build]
+ *                       [--only REGEX] [--node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"]
+ *
+ * --only runs just the cases whose label matches; --node-args are passed to treegate's node (to
+ * profile it: a CPU profile is written when the bench stops it with SIGTERM).
  *
  * treegate runs from a build in .tmp/bench-dist (made here with tsc unless --cli/--no-build).
  * Needs openssh-client and openssh-server (apt-get install -y openssh-client openssh-server).
@@ -30,6 +34,8 @@ const FILES = Number(opt('files', '10000'));
 const SMALL = Number(opt('small', '1000'));
 /** Runs per case; the fastest counts (this machine's speed drifts, and other work shares it). */
 const REPEAT = Number(opt('repeat', '1'));
+const ONLY = new RegExp(opt('only', ''));
+const NODE_ARGS = opt('node-args', '').split(' ').filter(Boolean);
 const CIPHERS = ['aes128-gcm@openssh.com', 'chacha20-poly1305@openssh.com'];
 const ADMIN_PASSWORD = 'bench-admin-password';
 
@@ -75,7 +81,7 @@ function build() {
 
 async function startTreegate(cli, work, pubKey) {
   const data = join(work, 'treegate-data');
-  const child = spawn(process.execPath, [cli, 'server', '--data', data], {
+  const child = spawn(process.execPath, [...NODE_ARGS, cli, 'server', '--data', data], {
     env: {
       PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: '0',
       TREEGATE_SFTP_PORT: '0', TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, TREEGATE_LOG_LEVEL: 'info',
@@ -171,6 +177,7 @@ async function main() {
   }
   const results = [];
   const measure = async (label, fn) => {
+    if (!ONLY.test(label)) return;
     const row = { label };
     for (const s of servers) row[s.name] = Infinity;
     // Alternate servers within each round so drift hits both alike.
@@ -204,6 +211,7 @@ try {
   await main();
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
-  await sleep(500);
+  // Long enough for a --cpu-prof profile to be written on treegate's exit.
+  await sleep(NODE_ARGS.length ? 5000 : 500);
   for (const f of cleanups) await f();
 }

@@ -14,7 +14,7 @@ import { MAX_RW } from './openssh-ext.js';
 interface ReadRequest {
   offset: number;
   length: number;
-  resolve(b: Buffer | null): void;
+  resolve(b: Buffer[] | null): void;
   reject(e: unknown): void;
 }
 
@@ -29,8 +29,11 @@ class Cursor {
     this.it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   }
 
-  /** Up to n bytes; fewer only at the end of the stream, an empty buffer after it. */
-  async take(n: number): Promise<Buffer> {
+  /**
+   * Up to n bytes as the stream's own chunks (views, not copies: the DATA reply is framed straight
+   * from them); fewer only at the end of the stream, none after it.
+   */
+  async take(n: number): Promise<Buffer[]> {
     while (this.buffered < n && !this.done) {
       const r = await this.it.next();
       if (r.done) this.done = true;
@@ -39,12 +42,22 @@ class Cursor {
         this.buffered += r.value.length;
       }
     }
-    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
-    const out = all.subarray(0, Math.min(n, all.length));
-    const rest = all.subarray(out.length);
-    this.chunks = rest.length ? [rest] : [];
-    this.buffered = rest.length;
-    this.pos += out.length;
+    const out: Buffer[] = [];
+    let want = Math.min(n, this.buffered);
+    this.pos += want;
+    this.buffered -= want;
+    while (want > 0) {
+      const c = this.chunks[0]!;
+      if (c.length <= want) {
+        out.push(c);
+        this.chunks.shift();
+        want -= c.length;
+      } else {
+        out.push(c.subarray(0, want));
+        this.chunks[0] = c.subarray(want);
+        want = 0;
+      }
+    }
     return out;
   }
 
@@ -69,8 +82,8 @@ export class ReadHandle {
     readonly entry: Entry,
   ) {}
 
-  /** The bytes at [offset, offset+length), or null at end of file (SFTP EOF). */
-  read(offset: number, length: number): Promise<Buffer | null> {
+  /** The bytes at [offset, offset+length) as a list of chunks, or null at end of file (SFTP EOF). */
+  read(offset: number, length: number): Promise<Buffer[] | null> {
     if (this.closed) return Promise.resolve(null);
     if (offset >= this.entry.size) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
@@ -111,7 +124,7 @@ export class ReadHandle {
     }
   }
 
-  private async serve(req: ReadRequest): Promise<Buffer | null> {
+  private async serve(req: ReadRequest): Promise<Buffer[] | null> {
     if (!this.cursor || this.cursor.pos !== req.offset) {
       this.dropCursor();
       let r;
@@ -125,7 +138,7 @@ export class ReadHandle {
       this.cursor = new Cursor(r.stream, r.start);
       if (this.closed) this.dropCursor();
     }
-    const data = this.cursor ? await this.cursor.take(req.length) : Buffer.alloc(0);
+    const data = this.cursor ? await this.cursor.take(req.length) : [];
     return data.length ? data : null;
   }
 

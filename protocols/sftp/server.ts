@@ -48,6 +48,24 @@ async function cleanTmp(tmpDir: string): Promise<void> {
   for (const name of await readdir(tmpDir)) if (name.startsWith('sftp-')) await rm(join(tmpDir, name), { force: true });
 }
 
+/**
+ * Coalesce the socket writes of one tick: ssh2 writes every SSH packet separately (and the socket is
+ * NoDelay), so a 255 KiB DATA reply was 8 write syscalls. Corked until the tick's replies are out.
+ */
+function batcher(socket: Socket): () => void {
+  let corked = false;
+  const flush = () => {
+    corked = false;
+    socket.uncork();
+  };
+  return () => {
+    if (corked || socket.destroyed) return;
+    corked = true;
+    socket.cork();
+    process.nextTick(flush);
+  };
+}
+
 /** A refused channel request still tells a person at a terminal why. */
 function refuseChannel(accept: () => ServerChannel): void {
   const ch = accept();
@@ -65,8 +83,13 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const idleMs = Math.max(1, config.sftp.idle_timeout) * 1000;
   const cfg: ServerConfig = { hostKeys: hostKeys.initial, ident: `treegate_${core.version}`, algorithms: ALGORITHMS, keepaliveInterval: 30_000, keepaliveCountMax: 4 };
   const sockets = new Set<Socket>();
+  /** Live sockets by remote address:port, how onClient (given only ssh2's info) finds its socket. */
+  const byPeer = new Map<string, Socket>();
+  const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
 
-  const onClient = (client: Connection, ip: string) => {
+  const onClient = (client: Connection, ip: string, port: number | undefined) => {
+    const socket = byPeer.get(peerKey(ip, port));
+    const batch = socket ? batcher(socket) : undefined;
     const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip);
     const sessions = new Set<SftpSession>();
     // One timer per connection: reset by auth steps and SFTP requests; an idle session is closed.
@@ -99,7 +122,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
           // One AccessContext per channel: its signal stops that channel's VFS calls when it ends.
           const abort = new AbortController();
           const ctx: AccessContext = { principal, protocol: 'sftp', ip, signal: abort.signal };
-          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle }));
+          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch }));
         });
         session.on('shell', (accept) => refuseChannel(accept));
         session.on('exec', (accept) => refuseChannel(accept));
@@ -124,7 +147,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
 
   const makeSsh = (keys: Buffer[]) => {
     const conf: ServerConfig = { ...cfg, hostKeys: keys };
-    const srv = new Server(conf, (client: Connection, info: { ip: string }) => onClient(client, info.ip));
+    const srv = new Server(conf, (client: Connection, info: { ip: string; port?: number }) => onClient(client, info.ip, info.port));
     srv.on('error', (err: Error) => log.warn({ err }, 'sftp server error'));
     return { srv, conf };
   };
@@ -139,7 +162,12 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const tcp = createServer((socket) => {
     socket.setNoDelay(true);
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    const key = peerKey(socket.remoteAddress, socket.remotePort);
+    byPeer.set(key, socket);
+    socket.once('close', () => {
+      sockets.delete(socket);
+      if (byPeer.get(key) === socket) byPeer.delete(key);
+    });
     // ssh2 reads the banner from this config object when the socket is injected.
     ssh.conf.banner = bannerOf(core);
     ssh.srv.injectSocket(socket);
