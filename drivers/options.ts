@@ -6,6 +6,17 @@
 import { VfsError } from '../src/errors.js';
 import type { DriverConfigFlags, DriverDefinition, OptionSpec, OptionType, OptionValues } from './types.js';
 
+/**
+ * A driver's AList `config` record: AList's zero values (all flags false, default_root `/`, no
+ * alert) with the given flags set, so each definition states only what differs.
+ */
+export function configFlags(name: string, set: Partial<Omit<DriverConfigFlags, 'name'>> = {}): DriverConfigFlags {
+  return {
+    name, local_sort: false, only_local: false, only_proxy: false, no_cache: false, no_upload: false, need_ms: false,
+    default_root: '/', alert: '', ...set,
+  };
+}
+
 /** One AList config item (`common` or `additional`), serialised verbatim by the REST adapter. */
 export interface TemplateItem {
   name: string;

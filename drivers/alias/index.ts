@@ -7,6 +7,7 @@
  * Like AList it offers the `proxy_range` common item (proxyRangeOption); treegate stores it only.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { AliasDriver, WritableAliasDriver } from './alias.js';
 
 const options = [
@@ -18,17 +19,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const aliasDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'Alias',
-    local_sort: true,
-    only_local: false,
-    only_proxy: false,
-    no_cache: true,
-    no_upload: false,
-    need_ms: false,
-    default_root: '/',
-    alert: '',
-  },
+  config: configFlags('Alias', { local_sort: true, no_cache: true }),
   options,
   proxyRangeOption: true,
   create: (opts, ctx) => (opts.writable ? new WritableAliasDriver(opts, ctx) : new AliasDriver(opts, ctx)),

@@ -5,6 +5,7 @@
  * slow reader never blocks the storage. Uploads go to a temporary name and are renamed into place.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { FtpDriver } from './ftp.js';
 
 const options = [
@@ -16,17 +17,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const ftpDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'FTP',
-    local_sort: true,
-    only_local: true,
-    only_proxy: false,
-    no_cache: false,
-    no_upload: false,
-    need_ms: false,
-    default_root: '/',
-    alert: '',
-  },
+  config: configFlags('FTP', { local_sort: true, only_local: true }),
   options,
   create: (opts, ctx) => new FtpDriver(opts, ctx),
 };

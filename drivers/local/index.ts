@@ -4,6 +4,7 @@
  * are accepted and stored for compatibility; thumbnail generation is not implemented yet.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { LocalDriver } from './local.js';
 
 const options = [
@@ -27,17 +28,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const localDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'Local',
-    local_sort: true,
-    only_local: true,
-    only_proxy: false,
-    no_cache: true,
-    no_upload: false,
-    need_ms: false,
-    default_root: '/',
-    alert: '',
-  },
+  config: configFlags('Local', { local_sort: true, only_local: true, no_cache: true }),
   options,
   create: (opts, ctx) => new LocalDriver(opts, ctx),
 };

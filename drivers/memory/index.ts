@@ -4,22 +4,13 @@
  * protocol loopback tests use. Contents vanish when the storage is dropped or the server stops.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { MemoryDriver } from './memory.js';
 
 const options = [] as const satisfies readonly OptionSpec[];
 
 export const memoryDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'Memory',
-    local_sort: true,
-    only_local: false,
-    only_proxy: true,
-    no_cache: false,
-    no_upload: false,
-    need_ms: false,
-    default_root: '',
-    alert: 'Memory storage: its files live in RAM and are lost when treegate restarts. Meant for tests and scratch space.',
-  },
+  config: configFlags('Memory', { local_sort: true, only_proxy: true, default_root: '', alert: 'Memory storage: its files live in RAM and are lost when treegate restarts. Meant for tests and scratch space.' }),
   options,
   create: () => new MemoryDriver(),
 };

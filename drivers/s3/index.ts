@@ -5,6 +5,7 @@
  * Links are presigned GET URLs valid for sign_url_expire hours, so clients can be redirected.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { S3Driver } from './s3.js';
 
 const options = [
@@ -26,17 +27,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const s3Definition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'S3',
-    local_sort: true,
-    only_local: false,
-    only_proxy: false,
-    no_cache: false,
-    no_upload: false,
-    need_ms: false,
-    default_root: '/',
-    alert: '',
-  },
+  config: configFlags('S3', { local_sort: true }),
   options,
   // S3 sets LastModified itself on every write; it cannot take a client's mtime.
   conformance: { noMtime: true },

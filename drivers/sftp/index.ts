@@ -5,6 +5,7 @@
  * into place, so readers never see half a file.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { SftpDriver } from './sftp.js';
 
 const options = [
@@ -18,17 +19,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const sftpDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'SFTP',
-    local_sort: true,
-    only_local: true,
-    only_proxy: false,
-    no_cache: false,
-    no_upload: false,
-    need_ms: false,
-    default_root: '/',
-    alert: '',
-  },
+  config: configFlags('SFTP', { local_sort: true, only_local: true }),
   options,
   create: (opts, ctx) => new SftpDriver(opts, ctx),
 };

@@ -11,6 +11,7 @@
  * conformance run also shows capability gating at work.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { TemplateDriver } from './template.js';
 
 const options = [
@@ -19,10 +20,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const templateDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'Template', local_sort: false, only_local: false, only_proxy: true, no_cache: false,
-    no_upload: false, need_ms: false, default_root: '/', alert: '',
-  },
+  config: configFlags('Template', { only_proxy: true }),
   options,
   conformance: {},
   create: (opts) => new TemplateDriver(opts),

@@ -8,6 +8,7 @@
  * fails with a clear status instead of recursing.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
+import { configFlags } from '../options.js';
 import { WebDavDriver } from './webdav.js';
 
 const options = [
@@ -20,17 +21,7 @@ const options = [
 ] as const satisfies readonly OptionSpec[];
 
 export const webdavDefinition: DriverDefinition<typeof options> = {
-  config: {
-    name: 'WebDav',
-    local_sort: true,
-    only_local: false,
-    only_proxy: true,
-    no_cache: false,
-    no_upload: false,
-    need_ms: false,
-    default_root: '/',
-    alert: '',
-  },
+  config: configFlags('WebDav', { local_sort: true, only_proxy: true }),
   options,
   // getlastmodified is a live property: plain WebDAV servers do not let a client set it.
   conformance: { noMtime: true },
