@@ -158,6 +158,16 @@ async function peakRssMiB(pid) {
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)[1]) / 1024;
 }
 
+/** Reset the process's peak RSS (VmHWM) so the next read covers one case only; false where not allowed. */
+async function resetPeakRss(pid) {
+  try {
+    await writeFile(`/proc/${pid}/clear_refs`, '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main() {
   const cli = build();
   const work = await mkdtemp(join(tmpdir(), 'treegate-bench-sftp-'));
@@ -181,9 +191,11 @@ async function main() {
     const row = { label };
     for (const s of servers) row[s.name] = Infinity;
     // Alternate servers within each round so drift hits both alike.
+    const perCase = await resetPeakRss(servers[0].pid);
     for (let i = 0; i < REPEAT; i++) for (const s of servers) row[s.name] = Math.min(row[s.name], await fn(s));
     results.push(row);
-    console.log(`${label.padEnd(36)} treegate ${row.treegate.toFixed(2)} s   openssh ${row.openssh.toFixed(2)} s   ratio ${(row.treegate / row.openssh).toFixed(2)}`);
+    const rss = perCase ? `   treegate peak RSS ${(await peakRssMiB(servers[0].pid)).toFixed(0)} MiB` : '';
+    console.log(`${label.padEnd(36)} treegate ${row.treegate.toFixed(2)} s   openssh ${row.openssh.toFixed(2)} s   ratio ${(row.treegate / row.openssh).toFixed(2)}${rss}`);
   };
   for (const cipher of CIPHERS) {
     const c = cipher.split('@')[0];
@@ -195,15 +207,23 @@ async function main() {
     for (let i = 0; i < 3; i++) runs.push(await sftp(s, key, [`ls -l ${s.root}/many`]));
     return Math.min(...runs);
   });
-  await measure(`${SMALL} puts of 1 KiB (one session)`, (s) =>
-    sftp(s, key, Array.from({ length: SMALL }, (_, i) => `put ${small} ${s.root}/small/f${i}`)));
+  // Each run uploads into a fresh folder, so with --repeat every run creates new files like the
+  // first. Into the same names, later runs measured overwriting instead (sshd truncates in place;
+  // treegate writes a temp file and renames it over the old one, freeing an inode) and the fastest
+  // run counted mixed unlike work.
+  let smallRun = 0;
+  await measure(`${SMALL} puts of 1 KiB (one session)`, async (s) => {
+    const dir = `small/run-${++smallRun}`;
+    await mkdir(join(s.disk, dir), { recursive: true });
+    return sftp(s, key, Array.from({ length: SMALL }, (_, i) => `put ${small} ${s.root}/${dir}/f${i}`));
+  });
   const baseline = await measure('connect + pwd (baseline)', async (s) => {
     const runs = [];
     for (let i = 0; i < 5; i++) runs.push(await sftp(s, key, ['pwd']));
     return Math.min(...runs);
   });
   void baseline;
-  console.log(`\ntreegate peak RSS: ${(await peakRssMiB(servers[0].pid)).toFixed(0)} MiB`);
+  console.log(`\ntreegate peak RSS: ${(await peakRssMiB(servers[0].pid)).toFixed(0)} MiB (since the last case began where per-case figures are shown, else over the whole run)`);
   console.log('ratio = treegate time / OpenSSH time (lower is better; 1.00 = parity)');
 }
 

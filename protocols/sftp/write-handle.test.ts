@@ -9,7 +9,7 @@ import type { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { VfsError } from '../../src/errors.js';
-import type { Entry, VfsApi } from '../../src/vfs/types.js';
+import type { Entry, PutOptions, VfsApi } from '../../src/vfs/types.js';
 import { WriteHandle } from './write-handle.js';
 
 const ctx = { principal: { username: 'u' }, protocol: 'sftp', ip: '127.0.0.1' } as unknown as AccessContext;
@@ -112,5 +112,39 @@ describe('WriteHandle', () => {
     expect(files.has('/f')).toBe(false);
     expect(await readdir(tmp)).toEqual([]);
     await expect(h.write(1000, chunk(3))).rejects.toBeInstanceOf(Error);
+  });
+
+  it('OPEN answers once the put passed its checks (onTarget), before the driver reads the body', async () => {
+    let release!: () => void;
+    let driverReady = new Promise<void>((r) => (release = r));
+    let failAfterTarget = false;
+    const got: Buffer[] = [];
+    const vfs = {
+      async put(_c: AccessContext, path: string, body: Readable, o: PutOptions): Promise<Entry> {
+        await new Promise((r) => setTimeout(r, 5)); // the VFS's checks
+        o.onTarget?.(false);
+        await driverReady; // the driver is slow to start (temp file, remote session…)
+        if (failAfterTarget) throw new VfsError('UPSTREAM', 'disk gone');
+        for await (const c of body as AsyncIterable<Buffer>) got.push(c);
+        return { name: path.slice(1), size: Buffer.concat(got).length, isDir: false, modified: new Date(), vpath: path };
+      },
+    } as unknown as VfsApi;
+    const h = handle(vfs);
+    await h.start(); // would hang here if OPEN waited for the first read
+    await h.write(0, chunk(1));
+    const closing = h.close();
+    release();
+    await closing;
+    expect(Buffer.concat(got)).toEqual(chunk(1));
+
+    // A driver failure after the checks is reported by CLOSE (and nothing is kept).
+    failAfterTarget = true;
+    driverReady = new Promise<void>((r) => (release = r));
+    const bad = handle(vfs);
+    await bad.start();
+    await bad.write(0, chunk(2));
+    const failing = expect(bad.close()).rejects.toMatchObject({ code: 'UPSTREAM' });
+    release();
+    await failing;
   });
 });

@@ -53,8 +53,9 @@ export class WriteHandle {
   private error: unknown;
   private started = false;
   private waiters: Array<{ resolve(): void; reject(e: unknown): void }> = [];
-  private firstDemand!: () => void;
-  private readonly demanded = new Promise<void>((r) => (this.firstDemand = r));
+  /** Resolved once the put has passed the VFS's checks (onTarget) or first asks for body bytes. */
+  private markReady!: () => void;
+  private readonly ready = new Promise<void>((r) => (this.markReady = r));
   /** Bytes handed to the put so far (stream mode). */
   private frontier = 0;
   private readonly reorder = new Map<number, Buffer>();
@@ -76,15 +77,23 @@ export class WriteHandle {
     this.body = new Readable({
       highWaterMark: BODY_HIGH_WATER,
       read: () => {
-        this.firstDemand();
+        this.markReady();
         for (const w of this.waiters.splice(0)) w.resolve();
       },
     });
+    // abort() destroys the body with an error, possibly before the driver has attached to it (OPEN
+    // answers at onTarget, before the first read): without a listener that would be an uncaught
+    // 'error'. The put's consumer still sees the error; this handle records it through fail().
+    this.body.on('error', () => undefined);
   }
 
   /**
-   * Start the put and wait until the VFS has passed its checks (it starts reading the body) or
-   * refused (permission, EXISTS, IS_A_DIR…), so OPEN itself answers PERMISSION_DENIED and friends.
+   * Start the put and wait until the VFS has passed its checks or refused (permission, hidden,
+   * EXISTS, IS_A_DIR, NOT_A_DIR…), so OPEN itself answers PERMISSION_DENIED and friends. The put
+   * tells us through onTarget, called after its last check and before the driver starts (opening a
+   * temp file, an upstream connection…): OPEN need not wait for the driver's first read (a few
+   * microtasks with the Local driver, an upstream round trip with remote ones), and early WRITEs
+   * wait in the body meanwhile. A driver failure after that point is reported by WRITE or CLOSE.
    */
   async start(): Promise<void> {
     if (this.opts.seed || this.opts.append) {
@@ -96,9 +105,9 @@ export class WriteHandle {
       }
     }
     this.started = true;
-    this.put = this.vfs.put(this.ctx, this.path, this.body, { overwrite: this.opts.overwrite });
+    this.put = this.vfs.put(this.ctx, this.path, this.body, { overwrite: this.opts.overwrite, onTarget: () => this.markReady() });
     this.put.catch((e: unknown) => this.fail(e));
-    await Promise.race([this.demanded, this.put.then(() => undefined, () => undefined)]);
+    await Promise.race([this.ready, this.put.then(() => undefined, () => undefined)]);
     if (this.error) {
       await this.dropSpill();
       throw this.error;
