@@ -113,7 +113,14 @@ it('lists every task after a kill -9 and a restart, resumes the copy and leaves 
   const done = await settle(ts, admin2, 'copy');
   expect(done.filter((t) => t.state !== 2).map((t) => `${t.name}: ${t.error}`)).toEqual([]);
   expect(done.length).toBe(201);
-  expect(await checksums(join(bRoot, 'src'))).toEqual(original);
+  // A put cut by kill -9 may leave its hidden temp file (never anything under a final name): the
+  // API never lists it, and the Local driver sweeps it once stale. Everything else must be exact.
+  const landed = await checksums(join(bRoot, 'src'));
+  const leftovers = Object.keys(landed).filter((n) => n.startsWith('.treegate-upload-'));
+  for (const n of leftovers) delete landed[n];
+  expect(landed).toEqual(original);
+  const viaApi = await ts.api<{ content: Array<{ name: string }> }>('/api/fs/list', { token: admin2, body: { path: '/b/src' } });
+  expect(viaApi.data!.content.map((e) => e.name).sort()).toEqual(Object.keys(original).sort());
   expect(await checksums(srcHost)).toEqual(original);
 
   const failed = (await tasksOf(ts, admin2, 'offline_download', 'done')).find((t) => t.id === dlId);

@@ -7,7 +7,7 @@
  * (one chunk, typically well under a millisecond) however big the folder is. The result is sorted
  * byte-wise by name as AList does.
  */
-import { lstatSync, realpathSync, statSync, type Stats } from 'node:fs';
+import { lstatSync, realpathSync, rmSync, statSync, type Stats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -17,6 +17,17 @@ export const LIST_CHUNK = 512;
 
 /** Upload temp files are never shown, whatever show_hidden says. */
 export const TEMP_PREFIX = '.treegate-upload-';
+
+/**
+ * A temp file untouched for this long belongs to an upload whose process died (kill -9, power cut):
+ * a live upload writes to its temp file continuously. Listings remove such leftovers as they pass.
+ */
+export const STALE_TEMP_MS = 60 * 60 * 1000;
+
+function sweepIfStale(full: string): void {
+  const st = lstatSync(full, { throwIfNoEntry: false });
+  if (st?.isFile() && Date.now() - st.mtimeMs > STALE_TEMP_MS) rmSync(full, { force: true });
+}
 
 export interface HostEntry {
   name: string;
@@ -58,7 +69,11 @@ export async function listHostDir(dir: string, showHidden: boolean, inside: (rea
   const out: HostEntry[] = [];
   let since = 0;
   for (const n of names) {
-    if (n.startsWith(TEMP_PREFIX) || n.includes('\\')) continue;
+    if (n.startsWith(TEMP_PREFIX)) {
+      sweepIfStale(prefix + n);
+      continue;
+    }
+    if (n.includes('\\')) continue;
     if (!showHidden && n.startsWith('.')) continue;
     if (++since > LIST_CHUNK) {
       since = 1;

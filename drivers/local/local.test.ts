@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -90,6 +90,19 @@ describe('Local driver specifics', () => {
     await expect(d.put(rootObj, failing(Buffer.alloc(100_000, 1)), { name: 'new' })).rejects.toBeTruthy();
     expect(await readdir(root)).toEqual(['keep']);
     expect(await readFile(join(root, 'keep'), 'utf8')).toBe('old');
+  });
+
+  it('never lists upload temp files, and sweeps those a dead process left behind', async () => {
+    const d = await make();
+    const stale = join(root, '.treegate-upload-0123456789abcdef01234567');
+    const live = join(root, '.treegate-upload-76543210fedcba9876543210');
+    await writeFile(stale, 'half an upload');
+    await writeFile(live, 'an upload in progress');
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+    await utimes(stale, twoHoursAgo, twoHoursAgo);
+    await writeFile(join(root, 'plain'), 'p');
+    expect((await d.list(rootObj, NO_ARGS)).map((o) => o.name)).toEqual(['plain']);
+    expect((await readdir(root)).sort()).toEqual(['.treegate-upload-76543210fedcba9876543210', 'plain']);
   });
 
   it('moves removed entries to the recycle bin, suffixing clashes', async () => {
