@@ -6,18 +6,9 @@ import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, requireTool, startServer, type Server } from './process.js';
+import { freePort, requireTool, startServer, type DavServer } from './process.js';
 
-export interface NginxDav {
-  port: number;
-  url: string;
-  user: string;
-  password: string;
-  /** The folder nginx serves. */
-  dataDir: string;
-  server: Server;
-  stop(): Promise<void>;
-}
+export type NginxDav = DavServer;
 
 export async function startNginxDav(): Promise<NginxDav> {
   await requireTool('/usr/sbin/nginx', 'nginx libnginx-mod-http-dav-ext');

@@ -74,6 +74,18 @@ export async function startServer(cmd: string, args: string[], port: number, opt
   return { pid: proc.pid!, output: () => out, stop };
 }
 
+/** A WebDAV server started by a test (nginx's dav module, rclone serve webdav). */
+export interface DavServer {
+  port: number;
+  url: string;
+  user: string;
+  password: string;
+  /** The folder the server serves. */
+  dataDir: string;
+  server: Server;
+  stop(): Promise<void>;
+}
+
 export interface CutProxy {
   readonly port: number;
   /** Destroy every open connection (new ones are still accepted). */
@@ -81,10 +93,12 @@ export interface CutProxy {
   close(): Promise<void>;
 }
 
-/** A TCP proxy on loopback to `target`; `cut()` simulates the remote dropping us. */
-export async function cutProxy(target: number): Promise<CutProxy> {
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
+/**
+ * A connection handler that pipes each client to 127.0.0.1:`target`, tracking both sockets in
+ * `sockets` so a test can cut them; an error on either side closes both.
+ */
+export function proxyTo(target: number, sockets: Set<net.Socket>): (client: net.Socket) => void {
+  return (client) => {
     const upstream = net.connect(target, '127.0.0.1');
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -92,7 +106,13 @@ export async function cutProxy(target: number): Promise<CutProxy> {
       s.on('error', () => { client.destroy(); upstream.destroy(); });
     }
     client.pipe(upstream).pipe(client);
-  });
+  };
+}
+
+/** A TCP proxy on loopback to `target`; `cut()` simulates the remote dropping us. */
+export async function cutProxy(target: number): Promise<CutProxy> {
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer(proxyTo(target, sockets));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return {
     port: (server.address() as net.AddressInfo).port,

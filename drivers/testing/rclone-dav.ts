@@ -4,17 +4,9 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, requireTool, startServer, type Server } from './process.js';
+import { freePort, requireTool, startServer, type DavServer } from './process.js';
 
-export interface RcloneDav {
-  port: number;
-  url: string;
-  user: string;
-  password: string;
-  dataDir: string;
-  server: Server;
-  stop(): Promise<void>;
-}
+export type RcloneDav = DavServer;
 
 export async function startRcloneDav(): Promise<RcloneDav> {
   await requireTool('/usr/bin/rclone', 'rclone');

@@ -5,6 +5,7 @@
  * while their remote is unreachable and reconnect by themselves when it returns.
  */
 import net from 'node:net';
+import { proxyTo } from './process.js';
 
 export interface SwitchProxy {
   readonly port: number;
@@ -15,15 +16,7 @@ export interface SwitchProxy {
 
 export async function switchProxy(target: number): Promise<SwitchProxy> {
   const sockets = new Set<net.Socket>();
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target, '127.0.0.1');
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('close', () => sockets.delete(s));
-      s.on('error', () => { client.destroy(); upstream.destroy(); });
-    }
-    client.pipe(upstream).pipe(client);
-  });
+  const server = net.createServer(proxyTo(target, sockets));
   const listen = (port: number) => new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, '127.0.0.1', () => { server.off('error', reject); resolve(); });
