@@ -192,8 +192,10 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
         for (const s of sockets) s.destroy();
       }, CLOSE_GRACE_MS);
       force.unref();
-      // A host key still being generated is not written after close (the data dir may go next).
+      // A host key still being generated is not written after close (the data dir may go next):
+      // abort it, and wait for a write already under way, so nothing touches DATA once we return.
       stopping.abort();
+      await hostKeys.complete?.catch(() => undefined);
       await closed;
       clearTimeout(force);
     },
