@@ -3,7 +3,7 @@
  * WebDAV benchmark (run by hand, not a test): treegate vs nginx's dav module vs `rclone serve
  * webdav`, in one run on loopback, each serving its own copy of the same data.
  *
- *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000]
+ *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000] [--rounds 3]
  *
  * Measures GET and PUT of a 1 GiB file (curl), a Depth-1 PROPFIND of a 10,000-entry folder (curl,
  * best of 3) and 1,000 sequential PUTs of 1 KiB (one keep-alive connection); prints the figures,
@@ -26,6 +26,7 @@ const arg = (name, def) => {
 const SIZE_MIB = arg('size-mib', 1024);
 const ENTRIES = arg('entries', 10_000);
 const PUTS = arg('puts', 1000);
+const ROUNDS = arg('rounds', 3);
 const USER = 'admin';
 const PASS = 'bench-password-123';
 const CLI = resolve(import.meta.dirname, '../dist/src/cli.js');
@@ -74,7 +75,8 @@ function curlTime(args) {
   if (!/^2\d\d$/.test(code)) throw new Error(`curl ${args.join(' ')}: HTTP ${code}`);
   return Number(t);
 }
-async function smallPuts(base, n) {
+/** n sequential 1 KiB PUTs of new files (named after `tag`) on one keep-alive connection; seconds. */
+async function smallPuts(base, n, tag) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const auth = 'Basic ' + Buffer.from(`${USER}:${PASS}`).toString('base64');
   const body = Buffer.alloc(1024, 120);
@@ -83,7 +85,7 @@ async function smallPuts(base, n) {
   for (let i = 0; i < n; i++) {
     await new Promise((res, rej) => {
       const r = http.request(
-        { host: u.hostname, port: u.port, path: `${u.pathname}small/f${i}.bin`, method: 'PUT', agent, headers: { authorization: auth, 'content-length': body.length } },
+        { host: u.hostname, port: u.port, path: `${u.pathname}small/${tag}-f${i}.bin`, method: 'PUT', agent, headers: { authorization: auth, 'content-length': body.length } },
         (resp) => {
           resp.resume();
           resp.on('end', () => (resp.statusCode < 300 ? res() : rej(new Error(`PUT ${resp.statusCode}`))));
@@ -166,26 +168,48 @@ http {
     { name: 'nginx', base: `http://127.0.0.1:${ngPort}/` },
     { name: 'rclone', base: `http://127.0.0.1:${rcPort}/` },
   ];
-  const results = {};
+  // Interleaved rounds: every round measures every case on every server, in a rotating order, so a
+  // slow spell of this shared machine hits all servers alike; each case's ratio is computed per
+  // round and the median round is reported (the spread shows how noisy the run was).
+  const rounds = servers.map(() => []);
   for (const s of servers) {
-    const r = (results[s.name] = {});
     curlTime([s.base + 'big.bin']); // warm the page cache
-    r.get = Math.min(curlTime([s.base + 'big.bin']), curlTime([s.base + 'big.bin']));
-    r.put = curlTime(['-T', big, s.base + 'up.bin']);
-    const pf = ['-X', 'PROPFIND', '-H', 'Depth: 1', s.base + 'many/'];
-    curlTime(pf);
-    r.propfind = Math.min(curlTime(pf), curlTime(pf), curlTime(pf));
     mkcol(s.base + 'small/');
-    r.puts = await smallPuts(s.base, PUTS);
-    console.log(`${s.name.padEnd(9)} GET ${(SIZE_MIB / r.get).toFixed(0)} MiB/s  PUT ${(SIZE_MIB / r.put).toFixed(0)} MiB/s  PROPFIND(${ENTRIES}) ${r.propfind.toFixed(3)} s  ${PUTS} PUTs ${(PUTS / r.puts).toFixed(0)}/s`);
   }
-  const t = results.treegate;
-  const n = results.nginx;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let k = 0; k < servers.length; k++) {
+      const i = (k + round) % servers.length;
+      const s = servers[i];
+      const r = {};
+      // Each case starts with no dirty pages left by the one before (writeback of a 1 GiB upload
+      // slows every file system call for seconds, and would fall on whichever server runs next).
+      execFileSync('sync');
+      r.get = Math.min(curlTime([s.base + 'big.bin']), curlTime([s.base + 'big.bin']));
+      r.put = curlTime(['-T', big, s.base + 'up.bin']);
+      execFileSync('sync');
+      const pf = ['-X', 'PROPFIND', '-H', 'Depth: 1', s.base + 'many/'];
+      curlTime(pf);
+      r.propfind = Math.min(curlTime(pf), curlTime(pf), curlTime(pf));
+      execFileSync('sync');
+      r.puts = await smallPuts(s.base, PUTS, `r${round}`);
+      rounds[i].push(r);
+      console.log(`round ${round + 1} ${s.name.padEnd(9)} GET ${(SIZE_MIB / r.get).toFixed(0)} MiB/s  PUT ${(SIZE_MIB / r.put).toFixed(0)} MiB/s  PROPFIND(${ENTRIES}) ${r.propfind.toFixed(3)} s  ${PUTS} PUTs ${(PUTS / r.puts).toFixed(0)}/s`);
+    }
+  }
+  const median = (a) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
+  /** Per-round speed ratios of server `a` to server `b` (times: b / a), as "median (min-max)". */
+  const ratio = (a, b, key) => {
+    const rs = rounds[a].map((r, j) => rounds[b][j][key] / r[key]);
+    return `${median(rs).toFixed(2)}x (${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)})`;
+  };
+  const t = rounds[0];
   const rss = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1];
-  console.log('\ntreegate vs nginx (higher is better; targets GET >= 0.6, PUT >= 0.8, small PUTs >= 0.5):');
-  console.log(`  GET ${(n.get / t.get).toFixed(2)}x   PUT ${(n.put / t.put).toFixed(2)}x   PROPFIND ${(n.propfind / t.propfind).toFixed(2)}x   small PUTs ${(n.puts / t.puts).toFixed(2)}x`);
-  console.log(`treegate vs rclone: GET ${(results.rclone.get / t.get).toFixed(2)}x   PUT ${(results.rclone.put / t.put).toFixed(2)}x   PROPFIND ${(results.rclone.propfind / t.propfind).toFixed(2)}x   small PUTs ${(results.rclone.puts / t.puts).toFixed(2)}x`);
-  console.log(`treegate PROPFIND of ${ENTRIES} entries: ${t.propfind.toFixed(3)} s (target < 0.15 s); peak RSS ${rss ? (Number(rss) / 1024).toFixed(0) : '?'} MiB (target < 200 MB)`);
+  const rssNow = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1];
+  const mib = (kb) => (kb ? (Number(kb) / 1024).toFixed(0) : '?');
+  console.log(`\ntreegate vs nginx, median of ${ROUNDS} interleaved rounds (range) (higher is better; targets GET >= 0.6, PUT >= 0.8, small PUTs >= 0.5):`);
+  console.log(`  GET ${ratio(0, 1, 'get')}   PUT ${ratio(0, 1, 'put')}   PROPFIND ${ratio(0, 1, 'propfind')}   small PUTs ${ratio(0, 1, 'puts')}`);
+  console.log(`treegate vs rclone: GET ${ratio(0, 2, 'get')}   PUT ${ratio(0, 2, 'put')}   PROPFIND ${ratio(0, 2, 'propfind')}   small PUTs ${ratio(0, 2, 'puts')}`);
+  console.log(`treegate PROPFIND of ${ENTRIES} entries: median ${median(t.map((r) => r.propfind)).toFixed(3)} s (target < 0.15 s); peak RSS ${mib(rss)} MiB (target < 200 MB), ${mib(rssNow)} MiB after (target < 150 MB)`);
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await sleep(500);
