@@ -5,7 +5,7 @@
  * ratio treegate/OpenSSH (time: 1.00 = as fast, 2.00 = twice as slow) and treegate's peak RSS.
  *
  *   node bench/sftp.mjs [--size-mib 1024] [--files 10000] [--small 1000] [--repeat 1] [--cli PATH] [--no-build]
- *                       [--only REGEX] [--node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"]
+ *                       [--only REGEX] [--node-args "--cpu-prof --cpu-prof-dir=/tmp/prof"] [--server-log FILE]
  *
  * --only runs just the cases whose label matches; --node-args are passed to treegate's node (to
  * profile it: a CPU profile is written when the bench stops it with SIGTERM).
@@ -36,6 +36,7 @@ const SMALL = Number(opt('small', '1000'));
 const REPEAT = Number(opt('repeat', '1'));
 const ONLY = new RegExp(opt('only', ''));
 const NODE_ARGS = opt('node-args', '').split(' ').filter(Boolean);
+const SERVER_LOG = opt('server-log', '');
 const CIPHERS = ['aes128-gcm@openssh.com', 'chacha20-poly1305@openssh.com'];
 const ADMIN_PASSWORD = 'bench-admin-password';
 
@@ -89,6 +90,12 @@ async function startTreegate(cli, work, pubKey) {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
+  // --server-log FILE keeps treegate's own output (e.g. with --node-args --trace-gc).
+  if (SERVER_LOG) {
+    const log = createWriteStream(SERVER_LOG);
+    child.stdout.pipe(log);
+    child.stderr.pipe(log);
+  }
   let out = '';
   const ports = await new Promise((res, rej) => {
     const t = setTimeout(() => rej(new Error(`treegate not ready:\n${out}`)), 60_000);
