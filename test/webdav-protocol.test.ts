@@ -1,4 +1,5 @@
 /** WebDAV wire behaviour that litmus does not pin down: auth answers, GET/PUT details, locks and props across restarts, policies, logging. */
+import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { davClient, davRequest, type DavClient } from './clients/webdav.js';
@@ -107,6 +108,26 @@ describe('GET and PUT', () => {
     const head = await dav('HEAD', '/g.txt');
     expect([head.status, head.headers['content-length'], head.body]).toEqual([200, '10', '']);
     expect((await dav('GET', '/gd/')).status).toBe(405);
+  });
+
+  it('a client that hangs up mid-GET is logged as aborted, not as a server failure', async () => {
+    expect((await dav('PUT', '/hangup.bin', { body: Buffer.alloc(32 << 20, 7) })).status).toBe(201);
+    const u = new URL(ts.url);
+    await new Promise<void>((resolve, reject) => {
+      const auth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
+      const req = request({ host: u.hostname, port: u.port, path: '/dav/hangup.bin', headers: { authorization: auth } }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (e) => (e.message === 'socket hang up' ? undefined : reject(e)));
+      req.end();
+    });
+    const logged = () => ts.logs.find((l) => l.includes('"/hangup.bin"') && l.includes('"method":"GET"'));
+    for (let i = 0; i < 100 && !logged(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(JSON.parse(logged()!)).toMatchObject({ status: 200, aborted: true });
+    expect(ts.logs.filter((l) => l.includes('"level":50') && l.includes('"proto":"webdav"'))).toEqual([]);
   });
 
   it('MKCOL with a body is 415; COPY/MOVE take absolute, percent-encoded destinations', async () => {

@@ -109,12 +109,16 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
   }
 
   function fail(req: IncomingMessage, res: ServerResponse, method: string, e: unknown): void {
-    const status = statusOf(e, method);
-    if (status >= 500) deps.log.error({ err: e, method }, 'webdav request failed');
     if (res.headersSent) {
+      // The client closed the connection while (or, racing Node's 'finish', just after) the body
+      // was sent: the access log marks the request aborted; it is not a server failure.
+      if ((e as NodeJS.ErrnoException)?.code === 'ERR_STREAM_PREMATURE_CLOSE') deps.log.debug({ method }, 'webdav client went away');
+      else deps.log.error({ err: e, method }, 'webdav request failed');
       res.destroy();
       return;
     }
+    const status = statusOf(e, method);
+    if (status >= 500) deps.log.error({ err: e, method }, 'webdav request failed');
     const headers: Record<string, string> = {};
     if (status === 401) headers['WWW-Authenticate'] = 'Basic realm="treegate", charset="UTF-8"';
     if (status === 429) headers['Retry-After'] = '60';
