@@ -238,5 +238,6 @@ export interface DriverDefinition<O extends readonly OptionSpec[] = readonly Opt
    * webdav_policy, unless the driver is proxy-only. Set by drivers that proxy other storages (Alias).
    */
   readonly proxyRangeOption?: boolean;
-  create(options: OptionValues<O>, ctx: DriverContext): Driver;
+  /** A new driver; a promise where the driver's module (and its SDK) is loaded only when needed. */
+  create(options: OptionValues<O>, ctx: DriverContext): Driver | Promise<Driver>;
 }

@@ -60,7 +60,7 @@ async function world() {
 const withTree = (tree: TreeAccess): DriverDefinition => ({ ...def, create: (o, ctx) => def.create(o, { ...ctx, tree }) });
 
 async function make(tree: TreeAccess, addition: Record<string, unknown>): Promise<Driver> {
-  const d = def.create(parseOptions(def, addition), { log, dataDir: '/x', tree });
+  const d = await def.create(parseOptions(def, addition), { log, dataDir: '/x', tree });
   await d.init(AbortSignal.timeout(1000));
   return d;
 }
@@ -106,7 +106,7 @@ describe('Alias over a fake tree (memory driver)', async () => {
     };
     holder.alias = await make(loopy, { paths: '/loop' });
     expect(await codeOf(holder.alias.list(rootObj, NO_ARGS))).toBe('INVALID');
-    const orphan = def.create(parseOptions(def, { paths: '/a' }), { log, dataDir: '/x' });
+    const orphan = await def.create(parseOptions(def, { paths: '/a' }), { log, dataDir: '/x' });
     await expect(orphan.init(AbortSignal.timeout(1000))).rejects.toThrow(/virtual tree/);
   });
 });

@@ -41,7 +41,7 @@ export function runConformance(def: DriverDefinition, makeOptions: () => Promise
 
     beforeAll(async () => {
       setup = await makeOptions();
-      driver = def.create(setup.options as never, { log: pino({ level: 'silent' }), dataDir: '/nonexistent' });
+      driver = await def.create(setup.options as never, { log: pino({ level: 'silent' }), dataDir: '/nonexistent' });
       await driver.init(AbortSignal.timeout(15_000));
       caps = capabilitiesOf(driver, def.config);
     });

@@ -27,16 +27,16 @@ describe('FTP driver against vsftpd', () => {
   runConformance(def, async () => ({ options: optionsFor(), cleanup: async () => undefined }));
 
   it('fails init quickly and clearly: wrong password, dead port, missing root, abort, bad encoding', async () => {
-    const bad = def.create(optionsFor({ password: 'wrong' }), { log, dataDir: '/x' });
+    const bad = await def.create(optionsFor({ password: 'wrong' }), { log, dataDir: '/x' });
     await expect(bad.init(AbortSignal.timeout(10_000))).rejects.toThrow(/login failed for user/);
-    const dead = def.create(optionsFor({ address: `127.0.0.1:${await freePort()}` }), { log, dataDir: '/x' });
+    const dead = await def.create(optionsFor({ address: `127.0.0.1:${await freePort()}` }), { log, dataDir: '/x' });
     await expect(dead.init(AbortSignal.timeout(10_000))).rejects.toThrow(/ECONNREFUSED/);
-    const missing = def.create(optionsFor({ root_folder_path: '/nope' }), { log, dataDir: '/x' });
+    const missing = await def.create(optionsFor({ root_folder_path: '/nope' }), { log, dataDir: '/x' });
     await expect(missing.init(AbortSignal.timeout(10_000))).rejects.toThrow(/root folder \/nope not exists/);
     await missing.drop();
     const silent = net.createServer(() => undefined);
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
-    const mute = def.create(optionsFor({ address: `127.0.0.1:${(silent.address() as net.AddressInfo).port}` }), { log, dataDir: '/x' });
+    const mute = await def.create(optionsFor({ address: `127.0.0.1:${(silent.address() as net.AddressInfo).port}` }), { log, dataDir: '/x' });
     const t0 = Date.now();
     expect(await codeOf(mute.init(AbortSignal.timeout(300)))).toBe('UPSTREAM');
     expect(Date.now() - t0).toBeLessThan(3000);
@@ -46,7 +46,7 @@ describe('FTP driver against vsftpd', () => {
 
   it('reconnects after the control connection drops; downloads use their own connection', async () => {
     const proxy = await cutProxy(ftpd.port);
-    const d = def.create(optionsFor({ address: `127.0.0.1:${proxy.port}` }), { log, dataDir: '/x' }) as Required<Driver>;
+    const d = await def.create(optionsFor({ address: `127.0.0.1:${proxy.port}` }), { log, dataDir: '/x' }) as Required<Driver>;
     try {
       await d.init(AbortSignal.timeout(10_000));
       await d.put(rootObj, Readable.from([Buffer.from('0123456789')]), { name: 'again.txt', size: 10 });

@@ -24,7 +24,7 @@ describe('Local driver specifics', () => {
   let root: string;
   let outside: string;
   const make = async (extra: Record<string, unknown> = {}) => {
-    const d = def.create(parseOptions(def, { root_folder_path: root, ...extra }), { log: pino({ level: 'silent' }), dataDir: base }) as Required<Driver>;
+    const d = await def.create(parseOptions(def, { root_folder_path: root, ...extra }), { log: pino({ level: 'silent' }), dataDir: base }) as Required<Driver>;
     await d.init(AbortSignal.timeout(5000));
     return d;
   };
@@ -40,7 +40,7 @@ describe('Local driver specifics', () => {
   afterEach(() => rm(base, { recursive: true, force: true }));
 
   it('init fails with AList\'s message when the root is missing', async () => {
-    const d = def.create(parseOptions(def, { root_folder_path: join(base, 'nope') }), { log: pino({ level: 'silent' }), dataDir: base });
+    const d = await def.create(parseOptions(def, { root_folder_path: join(base, 'nope') }), { log: pino({ level: 'silent' }), dataDir: base });
     await expect(d.init(AbortSignal.timeout(5000))).rejects.toThrow(`root folder ${join(base, 'nope')} not exists`);
   });
 

@@ -6,7 +6,6 @@
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
 import { configFlags } from '../options.js';
-import { S3Driver } from './s3.js';
 
 const options = [
   { name: 'root_folder_path', type: 'string' },
@@ -31,7 +30,8 @@ export const s3Definition: DriverDefinition<typeof options> = {
   options,
   // S3 sets LastModified itself on every write; it cannot take a client's mtime.
   conformance: { noMtime: true },
-  create: (opts, ctx) => new S3Driver(opts, ctx),
+  // The AWS SDK is ~25 MB of resident memory once loaded: only servers with an S3 storage pay it.
+  create: async (opts, ctx) => new (await import('./s3.js')).S3Driver(opts, ctx),
 };
 
 export type S3Options = Parameters<typeof s3Definition.create>[0];

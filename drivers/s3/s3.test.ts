@@ -32,7 +32,7 @@ describe('S3 driver against s3rver', () => {
     credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
   });
   const make = async (extra: Record<string, unknown> = {}) => {
-    const d = def.create(optionsFor(server.port, extra), { log, dataDir: '/nonexistent' }) as Required<Driver>;
+    const d = await def.create(optionsFor(server.port, extra), { log, dataDir: '/nonexistent' }) as Required<Driver>;
     await d.init(AbortSignal.timeout(10_000));
     return d;
   };
@@ -73,16 +73,16 @@ describe('S3 driver against s3rver', () => {
 
   it('fails init quickly and clearly on bad credentials, a missing bucket or a dead endpoint', async () => {
     // s3rver checks access key ids but not v4 signatures, so a wrong key id stands for bad credentials.
-    const bad = def.create(optionsFor(server.port, { access_key_id: 'WRONG' }), { log, dataDir: '/x' });
+    const bad = await def.create(optionsFor(server.port, { access_key_id: 'WRONG' }), { log, dataDir: '/x' });
     await expect(bad.init(AbortSignal.timeout(10_000))).rejects.toThrow(/access denied|S3 error/);
-    const nob = def.create(optionsFor(server.port, { bucket: 'nope' }), { log, dataDir: '/x' });
+    const nob = await def.create(optionsFor(server.port, { bucket: 'nope' }), { log, dataDir: '/x' });
     await expect(nob.init(AbortSignal.timeout(10_000))).rejects.toThrow('bucket nope does not exist');
-    const dead = def.create(optionsFor(await freePort()), { log, dataDir: '/x' });
+    const dead = await def.create(optionsFor(await freePort()), { log, dataDir: '/x' });
     const t0 = Date.now();
     await expect(dead.init(AbortSignal.timeout(10_000))).rejects.toThrow(/cannot reach|S3 error/);
     expect(Date.now() - t0).toBeLessThan(9_000);
     const ac = new AbortController();
-    const hanging = def.create(optionsFor(server.port), { log, dataDir: '/x' }).init(ac.signal);
+    const hanging = (await def.create(optionsFor(server.port), { log, dataDir: '/x' })).init(ac.signal);
     ac.abort();
     expect(await codeOf(hanging)).toBe('UPSTREAM');
   });

@@ -28,7 +28,7 @@ describe('SFTP driver against OpenSSH sshd', () => {
 
   it('reconnects after the server drops the connection', async () => {
     const proxy = await cutProxy(sshd.port);
-    const d = def.create(optionsFor({ address: `127.0.0.1:${proxy.port}` }), { log, dataDir: '/x' }) as Required<Driver>;
+    const d = await def.create(optionsFor({ address: `127.0.0.1:${proxy.port}` }), { log, dataDir: '/x' }) as Required<Driver>;
     try {
       await d.init(AbortSignal.timeout(10_000));
       await d.put(rootObj, Readable.from([Buffer.from('still here')]), { name: 'reconnect.txt' });
@@ -45,17 +45,17 @@ describe('SFTP driver against OpenSSH sshd', () => {
   });
 
   it('fails init quickly and clearly: wrong password, dead port, missing root, abort', async () => {
-    const bad = def.create(optionsFor({ private_key: '', password: 'wrong-password' }), { log, dataDir: '/x' });
+    const bad = await def.create(optionsFor({ private_key: '', password: 'wrong-password' }), { log, dataDir: '/x' });
     await expect(bad.init(AbortSignal.timeout(10_000))).rejects.toThrow(/authentication failed for user/);
-    const dead = def.create(optionsFor({ address: `127.0.0.1:${await freePort()}` }), { log, dataDir: '/x' });
+    const dead = await def.create(optionsFor({ address: `127.0.0.1:${await freePort()}` }), { log, dataDir: '/x' });
     await expect(dead.init(AbortSignal.timeout(10_000))).rejects.toThrow(/ECONNREFUSED/);
-    const missing = def.create(optionsFor({ root_folder_path: join(sshd.dataDir, 'nope') }), { log, dataDir: '/x' });
+    const missing = await def.create(optionsFor({ root_folder_path: join(sshd.dataDir, 'nope') }), { log, dataDir: '/x' });
     await expect(missing.init(AbortSignal.timeout(10_000))).rejects.toThrow(/root folder .* not exists/);
     await missing.drop();
     // A server that accepts and never speaks: only the signal ends the wait.
     const silent = net.createServer(() => undefined);
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
-    const mute = def.create(optionsFor({ address: `127.0.0.1:${(silent.address() as net.AddressInfo).port}` }), { log, dataDir: '/x' });
+    const mute = await def.create(optionsFor({ address: `127.0.0.1:${(silent.address() as net.AddressInfo).port}` }), { log, dataDir: '/x' });
     const t0 = Date.now();
     expect(await codeOf(mute.init(AbortSignal.timeout(300)))).toBe('UPSTREAM');
     expect(Date.now() - t0).toBeLessThan(3000);
@@ -65,7 +65,7 @@ describe('SFTP driver against OpenSSH sshd', () => {
 
   it('uploads through a temporary name and leaves no temp files', async () => {
     const root = await mkdtemp(join(sshd.dataDir, 'tmpcheck-'));
-    const d = def.create(optionsFor({ root_folder_path: root }), { log, dataDir: '/x' }) as Required<Driver>;
+    const d = await def.create(optionsFor({ root_folder_path: root }), { log, dataDir: '/x' }) as Required<Driver>;
     await d.init(AbortSignal.timeout(10_000));
     await d.put(rootObj, Readable.from([Buffer.from('a')]), { name: 'x' });
     await d.put(rootObj, Readable.from([Buffer.from('bb')]), { name: 'x' });

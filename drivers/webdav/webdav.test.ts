@@ -43,7 +43,7 @@ describe('WebDav driver against nginx dav', () => {
     address: dav.url, username: dav.user, password: dav.password, root_folder_path: '/', ...extra,
   });
   const make = async (extra: Record<string, unknown> = {}) => {
-    const d = def.create(optionsFor(extra), { log, dataDir: '/x' }) as Required<Driver>;
+    const d = await def.create(optionsFor(extra), { log, dataDir: '/x' }) as Required<Driver>;
     await d.init(AbortSignal.timeout(10_000));
     return d;
   };
@@ -51,11 +51,11 @@ describe('WebDav driver against nginx dav', () => {
   runConformance(nginxDef, async () => ({ options: optionsFor(), cleanup: async () => undefined }));
 
   it('fails init quickly and clearly: wrong password, dead port, missing root', async () => {
-    const bad = def.create(optionsFor({ password: 'wrong' }), { log, dataDir: '/x' });
+    const bad = await def.create(optionsFor({ password: 'wrong' }), { log, dataDir: '/x' });
     await expect(bad.init(AbortSignal.timeout(10_000))).rejects.toThrow(/authentication failed \(401\)/);
-    const dead = def.create(optionsFor({ address: `http://127.0.0.1:${await freePort()}` }), { log, dataDir: '/x' });
+    const dead = await def.create(optionsFor({ address: `http://127.0.0.1:${await freePort()}` }), { log, dataDir: '/x' });
     await expect(dead.init(AbortSignal.timeout(10_000))).rejects.toThrow(/ECONNREFUSED/);
-    const missing = def.create(optionsFor({ root_folder_path: '/nope' }), { log, dataDir: '/x' });
+    const missing = await def.create(optionsFor({ root_folder_path: '/nope' }), { log, dataDir: '/x' });
     await expect(missing.init(AbortSignal.timeout(10_000))).rejects.toThrow();
   });
 
@@ -91,7 +91,7 @@ describe('WebDav driver against nginx dav', () => {
       res.writeHead(302, { location: `http://localhost:${otherPort}/f` }).end();
     });
     await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', () => r()));
-    const d = def.create(optionsFor({ address: `http://127.0.0.1:${(redirector.address() as AddressInfo).port}` }), { log, dataDir: '/x' }) as Required<Driver>;
+    const d = await def.create(optionsFor({ address: `http://127.0.0.1:${(redirector.address() as AddressInfo).port}` }), { log, dataDir: '/x' }) as Required<Driver>;
     const link = await d.link({ name: 'f', path: '/f', size: 9, isDir: false, modified: new Date() }, NO_ARGS);
     expect((await collect(await openLink(link))).toString()).toBe('elsewhere');
     expect(seen).toEqual([undefined]);

@@ -4,7 +4,6 @@
  * otpauth URL. Checking codes is `checkTotp` in accounts.ts (the login decision lives there).
  */
 import { authenticator } from 'otplib';
-import QRCode from 'qrcode';
 
 export const TOTP_ISSUER = 'Alist';
 const SECRET_BYTES = 20;
@@ -25,7 +24,11 @@ export function otpauthUrl(username: string, secret: string): string {
   return `otpauth://totp/${label}?${query.toString()}`;
 }
 
-/** `data:image/png;base64,...` of a 400x400 QR code. */
+/**
+ * `data:image/png;base64,...` of a 400x400 QR code. The QR library is loaded on first use: most
+ * servers never generate a 2FA secret, and every module loaded at start stays in memory for good.
+ */
 export async function qrDataUrl(text: string): Promise<string> {
+  const { default: QRCode } = await import('qrcode');
   return QRCode.toDataURL(text, { type: 'image/png', width: 400 });
 }

@@ -165,7 +165,7 @@ export class MountTable {
     const ac = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     try {
-      driver = def.create(parseOptions(def, m.record.addition), {
+      driver = await def.create(parseOptions(def, m.record.addition), {
         log, dataDir: this.deps.dataDir, tree: this.deps.tree?.(), instanceId: this.deps.instanceId,
       });
       const timeout = new Promise<never>((_, reject) => {
