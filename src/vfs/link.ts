@@ -25,6 +25,12 @@ export function clampRange(range: ByteRange | undefined, size: number): { start:
   return { start: range.start, end: Math.min(range.end ?? size - 1, size - 1) };
 }
 
+/** A stream of a host file's bytes (all of them, or `range`). */
+export function fileStream(path: string, range?: ByteRange, signal?: AbortSignal): Readable {
+  if (range?.end !== undefined && range.end < range.start) return Readable.from([]);
+  return createReadStream(path, { start: range?.start, end: range?.end, highWaterMark: FILE_HIGH_WATER_MARK, signal });
+}
+
 /**
  * A readable stream of the link's bytes, optionally limited to `range` (inclusive end).
  * `file` streams from disk, `range` calls the driver's opener, `url` fetches with a Range header,
@@ -34,8 +40,7 @@ export function clampRange(range: ByteRange | undefined, size: number): { start:
 export async function openLink(link: Link, range?: ByteRange, signal?: AbortSignal): Promise<Readable> {
   switch (link.kind) {
     case 'file':
-      if (range?.end !== undefined && range.end < range.start) return Readable.from([]);
-      return createReadStream(link.path, { start: range?.start, end: range?.end, highWaterMark: FILE_HIGH_WATER_MARK, signal });
+      return fileStream(link.path, range, signal);
     case 'range':
       return link.open(range, signal);
     case 'url':

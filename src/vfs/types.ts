@@ -9,7 +9,7 @@
  * the write bit / meta write is READ_ONLY; a driver without the capability is NOT_SUPPORTED; a move
  * between storages is CROSS_MOUNT; a storage that failed to init is STORAGE_UNAVAILABLE.
  */
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { AccessContext } from '../auth/principal.js';
 import type { ByteRange, Capabilities, DriverConfigFlags, Link } from '../../drivers/types.js';
 
@@ -62,7 +62,14 @@ export interface Listing {
 
 export interface ReadResult {
   entry: Entry;
-  stream: Readable;
+  /** The bytes as a stream (opened on first access). Use either this or sendTo, not both. */
+  readonly stream: Readable;
+  /**
+   * Write the bytes into `dest` and end it: for sockets and HTTP responses (whose write callback
+   * means the chunk is no longer needed). Local files are copied with a few reused buffers, which
+   * spares the GC a new buffer per chunk; other links are piped from `stream`.
+   */
+  sendTo(dest: Writable): Promise<void>;
   /** The byte range actually served (inclusive end). */
   start: number;
   end: number;

@@ -5,12 +5,14 @@
  * ./vfs-write.ts; this file holds the read side and the shared entry checks.
  */
 import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
 import { basename, join, parent, segments } from '../paths.js';
 import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
-import { clampRange, openLink } from './link.js';
+import { copyFileSpan } from './file-copy.js';
+import { clampRange, fileStream, openLink } from './link.js';
 import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
@@ -140,13 +142,26 @@ export class Vfs implements VfsApi {
     const { loc, obj, link } = await this.fileLink(ctx, path);
     const size = link.kind === 'url' ? obj.size : link.size;
     const span = clampRange(range, size);
+    const entry = this.entryOf(loc, obj);
+    if (link.kind === 'file') {
+      // The stream is opened only if asked for: sendTo copies without one (file-copy.ts).
+      let stream: Readable | undefined;
+      const { path: host } = link;
+      return {
+        entry, start: span.start, end: span.end,
+        get stream() {
+          return (stream ??= fileStream(host, span, ctx.signal));
+        },
+        sendTo: (dest) => (stream ? pipeline(stream, dest) : copyFileSpan(host, span.start, span.end, dest, ctx.signal)),
+      };
+    }
     let stream: Readable;
     try {
       stream = await openLink(link, range ? span : undefined, ctx.signal);
     } catch (e) {
       throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
     }
-    return { entry: this.entryOf(loc, obj), stream, start: span.start, end: span.end };
+    return { entry, stream, start: span.start, end: span.end, sendTo: (dest) => pipeline(stream, dest) };
   }
 
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {

@@ -2,7 +2,6 @@
  * GET/HEAD (ranges, conditional requests, the storage's webdav_policy) and PUT (streamed straight
  * into vfs.put, which writes atomically).
  */
-import { pipeline } from 'node:stream/promises';
 import { isVfsError, VfsError } from '../../../src/errors.js';
 import { encodePathForUrl } from '../../../src/paths.js';
 import { signPath } from '../../../src/sign.js';
@@ -103,7 +102,7 @@ export async function get(dav: Dav): Promise<void> {
   if (r.start === 0 && r.end === r.entry.size - 1) range = undefined;
   if (range) headers['Content-Range'] = `bytes ${r.start}-${r.end}/${r.entry.size}`;
   dav.res.writeHead(range ? 206 : 200, { ...headers, 'Content-Length': Math.max(0, r.end - r.start + 1) });
-  await pipeline(r.stream, dav.res);
+  await r.sendTo(dav.res);
 }
 
 async function statOrUndefined(dav: Dav, path: string): Promise<Entry | undefined> {
