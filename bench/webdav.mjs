@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * WebDAV benchmark (run by hand, not a test): treegate vs nginx's dav module vs `rclone serve
- * webdav`, in one run on loopback, each serving its own copy of the same data.
+ * webdav` vs a bare node:http server doing only the same file work (bench/node-floor-dav.mjs: the
+ * floor for any Node server), in one run on loopback, each serving its own copy of the same data.
  *
  *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000] [--rounds 3]
  *
@@ -163,10 +164,18 @@ http {
   start('rclone', ['serve', 'webdav', rcRoot, '--addr', `127.0.0.1:${rcPort}`, '--user', USER, '--pass', PASS, '--config', '/dev/null']);
   await waitHttp(`http://127.0.0.1:${rcPort}/`);
 
+  // The floor: the least a node:http server must do for these cases (bench/node-floor-dav.mjs).
+  const flRoot = join(work, 'floor-root');
+  await seed(flRoot);
+  const flPort = await freePort();
+  start(process.execPath, [join(import.meta.dirname, 'node-floor-dav.mjs'), flRoot, String(flPort)]);
+  await waitHttp(`http://127.0.0.1:${flPort}/big.bin`);
+
   const servers = [
     { name: 'treegate', base: `http://127.0.0.1:${tgPort}/dav/` },
     { name: 'nginx', base: `http://127.0.0.1:${ngPort}/` },
     { name: 'rclone', base: `http://127.0.0.1:${rcPort}/` },
+    { name: 'node-floor', base: `http://127.0.0.1:${flPort}/` },
   ];
   // Interleaved rounds: every round measures every case on every server, in a rotating order, so a
   // slow spell of this shared machine hits all servers alike; each case's ratio is computed per
@@ -193,7 +202,7 @@ http {
       execFileSync('sync');
       r.puts = await smallPuts(s.base, PUTS, `r${round}`);
       rounds[i].push(r);
-      console.log(`round ${round + 1} ${s.name.padEnd(9)} GET ${(SIZE_MIB / r.get).toFixed(0)} MiB/s  PUT ${(SIZE_MIB / r.put).toFixed(0)} MiB/s  PROPFIND(${ENTRIES}) ${r.propfind.toFixed(3)} s  ${PUTS} PUTs ${(PUTS / r.puts).toFixed(0)}/s`);
+      console.log(`round ${round + 1} ${s.name.padEnd(10)} GET ${(SIZE_MIB / r.get).toFixed(0)} MiB/s  PUT ${(SIZE_MIB / r.put).toFixed(0)} MiB/s  PROPFIND(${ENTRIES}) ${r.propfind.toFixed(3)} s  ${PUTS} PUTs ${(PUTS / r.puts).toFixed(0)}/s`);
     }
   }
   const median = (a) => [...a].sort((x, y) => x - y)[Math.floor((a.length - 1) / 2)];
@@ -209,6 +218,8 @@ http {
   console.log(`\ntreegate vs nginx, median of ${ROUNDS} interleaved rounds (range) (higher is better; targets GET >= 0.6, PUT >= 0.8, small PUTs >= 0.5):`);
   console.log(`  GET ${ratio(0, 1, 'get')}   PUT ${ratio(0, 1, 'put')}   PROPFIND ${ratio(0, 1, 'propfind')}   small PUTs ${ratio(0, 1, 'puts')}`);
   console.log(`treegate vs rclone: GET ${ratio(0, 2, 'get')}   PUT ${ratio(0, 2, 'put')}   PROPFIND ${ratio(0, 2, 'propfind')}   small PUTs ${ratio(0, 2, 'puts')}`);
+  console.log(`treegate vs node-floor (a bare node:http server doing only the same file work): GET ${ratio(0, 3, 'get')}   PUT ${ratio(0, 3, 'put')}   small PUTs ${ratio(0, 3, 'puts')}`);
+  console.log(`node-floor vs nginx (what Node itself reaches): GET ${ratio(3, 1, 'get')}   PUT ${ratio(3, 1, 'put')}   small PUTs ${ratio(3, 1, 'puts')}`);
   console.log(`treegate PROPFIND of ${ENTRIES} entries: median ${median(t.map((r) => r.propfind)).toFixed(3)} s (target < 0.15 s); peak RSS ${mib(rss)} MiB (target < 200 MB), ${mib(rssNow)} MiB after (target < 150 MB)`);
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
