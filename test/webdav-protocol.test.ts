@@ -1,5 +1,7 @@
 /** WebDAV wire behaviour that litmus does not pin down: auth answers, GET/PUT details, locks and props across restarts, policies, logging. */
+import { readdirSync } from 'node:fs';
 import { request } from 'node:http';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { davClient, davRequest, type DavClient } from './clients/webdav.js';
@@ -128,6 +130,28 @@ describe('GET and PUT', () => {
     for (let i = 0; i < 100 && !logged(); i++) await new Promise((r) => setTimeout(r, 50));
     expect(JSON.parse(logged()!)).toMatchObject({ status: 200, aborted: true });
     expect(ts.logs.filter((l) => l.includes('"level":50') && l.includes('"proto":"webdav"'))).toEqual([]);
+  });
+
+  it('a client that hangs up mid-PUT leaves nothing under the final name and no temp file', async () => {
+    expect((await dav('MKCOL', '/cutdav/')).status).toBe(201);
+    const folder = join(ts.dataDir, 'storage', 'cutdav');
+    const u = new URL(ts.url);
+    let sawTemp = false;
+    await new Promise<void>((resolve) => {
+      const auth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
+      const req = request({ host: u.hostname, port: u.port, method: 'PUT', path: '/dav/cutdav/partial.bin', headers: { authorization: auth, 'content-length': String(8 << 20) } });
+      req.on('error', () => resolve());
+      req.on('close', () => resolve());
+      // Cut the connection once the server is visibly writing (its temp file exists).
+      req.write(Buffer.alloc(1 << 20, 1), async () => {
+        for (let i = 0; i < 250 && !(sawTemp = readdirSync(folder).length > 0); i++) await new Promise((r) => setTimeout(r, 20));
+        req.destroy();
+      });
+    });
+    expect(sawTemp).toBe(true);
+    for (let i = 0; i < 250 && readdirSync(folder).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(readdirSync(folder)).toEqual([]);
+    expect((await dav('GET', '/cutdav/partial.bin')).status).toBe(404);
   });
 
   it('MKCOL with a body is 415; COPY/MOVE take absolute, percent-encoded destinations', async () => {

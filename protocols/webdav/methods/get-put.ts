@@ -11,7 +11,7 @@ import { blockingLocks, checkWrite, ifLists } from '../conditions.js';
 import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
-import { uploadBody } from '../batcher.js';
+import { uploadBody } from '../upload-body.js';
 
 const etagList = (h: string) => h.split(',').map((s) => s.trim().replace(/^W\//, ''));
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -143,7 +143,7 @@ export async function put(dav: Dav): Promise<void> {
   const mtime = typeof mtimeHeader === 'string' && /^\d+(\.\d+)?$/.test(mtimeHeader) ? new Date(Number(mtimeHeader) * 1000) : undefined;
   const len = dav.req.headers['content-length'];
   const size = len !== undefined && /^\d+$/.test(len) ? Number(len) : undefined;
-  const body = uploadBody(dav.req, size);
+  const body = uploadBody(dav.req);
   let existed = false;
   // parents: false — a missing parent is NOT_A_DIR, which is WebDAV's 409 (errors.ts).
   const entry = await dav.deps.vfs.put(dav.ctx, dav.path, body, {
