@@ -12,6 +12,7 @@
  *   that someone allowed to list the file handed the link out.
  * Errors are AList's JSON envelope with HTTP 200 (the envelope's error handler).
  */
+import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PERM, type AccessContext, type Principal, type Role } from '../../../src/auth/principal.js';
 import type { Core } from '../../../src/core.js';
@@ -102,7 +103,17 @@ async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: 
   reply.header('Content-Length', String(Math.max(0, end - start + 1)));
   if (req.method === 'HEAD') return reply.code(status).send();
   const r = await core.vfs.read(ctx, path, plan.kind === 'partial' ? { start, end } : undefined);
-  return reply.code(status).send(r.stream);
+  // Written by hand rather than reply.send(stream), so local files go out through sendTo's reused
+  // buffers (src/vfs/file-copy.ts). fastify still runs the onResponse hook (the request log line).
+  reply.hijack();
+  reply.raw.writeHead(status, reply.getHeaders() as OutgoingHttpHeaders);
+  try {
+    await r.sendTo(reply.raw);
+  } catch (e) {
+    // The headers are out, so there is no error answer left to give: cut the response short.
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') req.log.warn({ err: e, path }, 'download failed mid-body');
+    reply.raw.destroy();
+  }
 }
 
 type Kind = 'd' | 'p';
