@@ -124,7 +124,8 @@ export function trySendData(sftp: SFTPWrapper, reqId: number, chunks: Buffer[], 
   head.writeUInt32BE(reqId >>> 0, 5);
   head.writeUInt32BE(total, 9);
   if (s._waitWindow && typeof s._chunkcb === 'function') {
-    s._buffer.push(head, ...chunks);
+    // Copies: the caller reuses its buffers as soon as this returns.
+    s._buffer.push(head, ...chunks.map((c) => Buffer.from(c)));
     return true;
   }
   if (s._buffer.length || s._waitWindow || out.window < head.length + total || out.packetSize < 64) return false;

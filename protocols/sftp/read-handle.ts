@@ -1,103 +1,77 @@
 /**
- * A file opened for reading. Bytes come from vfs.read(range) streams: one stream is opened at the
- * requested offset and reused while READs continue where the last one ended; a seek reopens it.
- * Clients pipeline READs (OpenSSH keeps 64 in flight, rclone sends them from several goroutines),
- * so requests queue here and are served one at a time, preferring the one that continues the open
- * stream: a slightly reordered burst does not reopen the stream for every packet.
+ * A file opened for reading. Bytes come from the VFS's positional reader (vfs.openReader): pread on
+ * local files, a stream kept open across sequential reads otherwise. Clients pipeline READs
+ * (OpenSSH keeps 64 in flight, rclone sends them from several goroutines), so requests queue here
+ * and are served one at a time, preferring the one that continues where the last read ended: a
+ * slightly reordered burst does not reopen a remote stream for every packet.
+ *
+ * Each READ is read into a buffer of this handle's small pool and handed back with release() once
+ * its DATA reply has been framed (the session does that at once), so a download reuses a few
+ * buffers instead of allocating one per request: new buffers are what kept V8's GC busy.
  */
-import type { Readable } from 'node:stream';
 import type { AccessContext } from '../../src/auth/principal.js';
-import { isVfsError } from '../../src/errors.js';
+import type { PositionalReader } from '../../src/vfs/positional.js';
 import type { Entry, VfsApi } from '../../src/vfs/types.js';
 import { MAX_RW } from './openssh-ext.js';
 
 interface ReadRequest {
   offset: number;
   length: number;
-  resolve(b: Buffer[] | null): void;
+  resolve(b: Buffer | null): void;
   reject(e: unknown): void;
 }
 
-/** Pulls exact byte counts out of a Readable (its chunks rarely match the client's READ sizes). */
-class Cursor {
-  private readonly it: AsyncIterator<Buffer>;
-  private chunks: Buffer[] = [];
-  private buffered = 0;
-  private done = false;
-
-  constructor(readonly stream: Readable, public pos: number) {
-    this.it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  }
-
-  /**
-   * Up to n bytes as the stream's own chunks (views, not copies: the DATA reply is framed straight
-   * from them); fewer only at the end of the stream, none after it.
-   */
-  async take(n: number): Promise<Buffer[]> {
-    while (this.buffered < n && !this.done) {
-      const r = await this.it.next();
-      if (r.done) this.done = true;
-      else {
-        this.chunks.push(r.value);
-        this.buffered += r.value.length;
-      }
-    }
-    const out: Buffer[] = [];
-    let want = Math.min(n, this.buffered);
-    this.pos += want;
-    this.buffered -= want;
-    while (want > 0) {
-      const c = this.chunks[0]!;
-      if (c.length <= want) {
-        out.push(c);
-        this.chunks.shift();
-        want -= c.length;
-      } else {
-        out.push(c.subarray(0, want));
-        this.chunks[0] = c.subarray(want);
-        want = 0;
-      }
-    }
-    return out;
-  }
-
-  close(): void {
-    // return() ends the iteration and destroys the stream, releasing its fd or socket.
-    void this.it.return?.().catch(() => undefined);
-    this.stream.destroy();
-  }
-}
+/** Free buffers kept per handle; more are made when a client holds more replies unreleased. */
+const POOL = 4;
 
 export class ReadHandle {
   readonly kind = 'read' as const;
-  private cursor?: Cursor;
   private readonly queue: ReadRequest[] = [];
+  private readonly free: Buffer[] = [];
+  /** Pool buffers handed out by read() and not yet released, by their memory. */
+  private readonly out = new Map<ArrayBufferLike, Buffer>();
   private busy = false;
   private closed = false;
+  /** Where the last read ended (the offset a sequential client asks for next). */
+  private pos = -1;
 
-  constructor(
-    private readonly vfs: VfsApi,
-    private readonly ctx: AccessContext,
+  private constructor(
     readonly path: string,
     readonly entry: Entry,
+    private readonly reader: PositionalReader,
   ) {}
 
-  /** The bytes at [offset, offset+length) as a list of chunks, or null at end of file (SFTP EOF). */
-  read(offset: number, length: number): Promise<Buffer[] | null> {
-    if (this.closed) return Promise.resolve(null);
-    if (offset >= this.entry.size) return Promise.resolve(null);
+  /** Open `path` for reading (IS_A_DIR, NOT_FOUND, permission errors come from here). */
+  static async open(vfs: VfsApi, ctx: AccessContext, path: string): Promise<ReadHandle> {
+    const { entry, reader } = await vfs.openReader(ctx, path);
+    return new ReadHandle(path, entry, reader);
+  }
+
+  /**
+   * The bytes at [offset, offset+length) (fewer at the end of the file), or null at end of file
+   * (SFTP EOF). Give the buffer back with release() once it has been sent.
+   */
+  read(offset: number, length: number): Promise<Buffer | null> {
+    if (this.closed || offset >= this.entry.size) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
       this.queue.push({ offset, length: Math.min(length, MAX_RW), resolve, reject });
       void this.pump();
     });
   }
 
+  /** A buffer from read() that is no longer referenced (releasing it twice or a foreign one is a no-op). */
+  release(b: Buffer): void {
+    const whole = this.out.get(b.buffer);
+    if (!whole) return;
+    this.out.delete(b.buffer);
+    if (!this.closed && this.free.length < POOL) this.free.push(whole);
+  }
+
   private next(): ReadRequest {
-    const pos = this.cursor?.pos;
     let best = 0;
     for (let i = 0; i < this.queue.length; i++) {
       const q = this.queue[i]!;
-      if (q.offset === pos) {
+      if (q.offset === this.pos) {
         best = i;
         break;
       }
@@ -112,10 +86,19 @@ export class ReadHandle {
     try {
       while (this.queue.length && !this.closed) {
         const req = this.next();
+        const buf = this.free.pop() ?? Buffer.allocUnsafeSlow(MAX_RW);
         try {
-          req.resolve(await this.serve(req));
+          const n = await this.reader.read(buf, req.length, req.offset);
+          this.pos = req.offset + n;
+          if (n === 0) {
+            this.free.push(buf);
+            req.resolve(null);
+          } else {
+            this.out.set(buf.buffer, buf);
+            req.resolve(buf.subarray(0, n));
+          }
         } catch (e) {
-          this.dropCursor();
+          this.free.push(buf);
           req.reject(e);
         }
       }
@@ -124,33 +107,12 @@ export class ReadHandle {
     }
   }
 
-  private async serve(req: ReadRequest): Promise<Buffer[] | null> {
-    if (!this.cursor || this.cursor.pos !== req.offset) {
-      this.dropCursor();
-      let r;
-      try {
-        r = await this.vfs.read(this.ctx, this.path, { start: req.offset });
-      } catch (e) {
-        // The file shrank below the offset since OPEN: that is end of file, not an error.
-        if (isVfsError(e, 'INVALID')) return null;
-        throw e;
-      }
-      this.cursor = new Cursor(r.stream, r.start);
-      if (this.closed) this.dropCursor();
-    }
-    const data = this.cursor ? await this.cursor.take(req.length) : [];
-    return data.length ? data : null;
-  }
-
-  private dropCursor(): void {
-    this.cursor?.close();
-    this.cursor = undefined;
-  }
-
-  /** Release the stream; queued READs get EOF (the client has closed or vanished). */
+  /** Release the reader; queued READs get EOF (the client has closed or vanished). */
   close(): void {
     this.closed = true;
+    this.free.length = 0;
+    this.out.clear();
     for (const q of this.queue.splice(0)) q.resolve(null);
-    this.dropCursor();
+    void this.reader.close().catch(() => undefined);
   }
 }

@@ -130,8 +130,10 @@ export class SftpSession {
         if (r.kind !== 'read') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
         const data = await r.read(offset, length);
         if (!data) return void this.out().status(id, STATUS.EOF);
-        const total = data.reduce((n, b) => n + b.length, 0);
-        if (!trySendData(this.out(), id, data, total)) s.data(id, data.length === 1 ? data[0]! : Buffer.concat(data, total));
+        // Both ways of sending copy the bytes into SSH packets before returning (or queue copies),
+        // so the buffer goes back to the handle's pool at once.
+        if (!trySendData(this.out(), id, [data], data.length)) s.data(id, data);
+        r.release(data);
       }),
     );
     s.on('WRITE', (id: number, h: Buffer, offset: number, data: Buffer) =>
@@ -236,9 +238,12 @@ export class SftpSession {
     if (this.handles.size >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
     const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) !== 0;
     if (!writing) {
-      const entry = await this.vfs.stat(this.ctx, path);
-      if (entry.isDir) throw new VfsError('IS_A_DIR');
-      this.out().handle(id, this.addHandle(new ReadHandle(this.vfs, this.ctx, path, entry)));
+      const handle = await ReadHandle.open(this.vfs, this.ctx, path);
+      if (this.ended) {
+        handle.close();
+        throw new VfsError('UPSTREAM', 'session ended');
+      }
+      this.out().handle(id, this.addHandle(handle));
       return;
     }
     const excl = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.EXCL) !== 0;

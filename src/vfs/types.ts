@@ -12,6 +12,7 @@
 import type { Readable, Writable } from 'node:stream';
 import type { AccessContext } from '../auth/principal.js';
 import type { ByteRange, Capabilities, DriverConfigFlags, Link } from '../../drivers/types.js';
+import type { PositionalReader } from './positional.js';
 
 /** A file or folder as the VFS shows it: the driver's Obj plus where it is in the tree. */
 export interface Entry {
@@ -112,6 +113,8 @@ export interface VfsApi {
   storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined>;
   /** A file's bytes (optionally a range) as a stream, from any link kind. */
   read(ctx: AccessContext, path: string, range?: ByteRange): Promise<ReadResult>;
+  /** A file for reads at any offset into the caller's buffers (SFTP READ); close it when done. */
+  openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }>;
   /** The driver's link for a file (REST/WebDAV redirects); read() is the way to get bytes. */
   link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }>;
   /** Create a folder and missing parents; an existing folder is fine, an existing file is EXISTS. */

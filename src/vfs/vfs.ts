@@ -13,6 +13,7 @@ import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
 import { copyFileSpan } from './file-copy.js';
 import { clampRange, fileStream, openLink } from './link.js';
+import { fileReader, streamReader, type PositionalReader } from './positional.js';
 import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
@@ -162,6 +163,22 @@ export class Vfs implements VfsApi {
       throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
     }
     return { entry, stream, start: span.start, end: span.end, sendTo: (dest) => pipeline(stream, dest) };
+  }
+
+  async openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }> {
+    const { loc, obj, link } = await this.fileLink(ctx, path);
+    const entry = this.entryOf(loc, obj);
+    if (link.kind === 'file') return { entry, reader: fileReader(link.path) };
+    const size = link.kind === 'url' ? obj.size : link.size;
+    const reader = streamReader(async (position) => {
+      if (position >= size) return undefined;
+      try {
+        return await openLink(link, { start: position, end: size - 1 }, ctx.signal);
+      } catch (e) {
+        throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
+      }
+    });
+    return { entry, reader };
   }
 
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {
