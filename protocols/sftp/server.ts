@@ -14,6 +14,7 @@ import type { Core } from '../../src/core.js';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { SftpAuth } from './auth.js';
 import { loadHostKeys } from './hostkeys.js';
+import { attachPacketArena } from './packet-arena.js';
 import { SftpSession } from './session.js';
 
 const { Server } = ssh2;
@@ -90,6 +91,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const onClient = (client: Connection, ip: string, port: number | undefined) => {
     const socket = byPeer.get(peerKey(ip, port));
     const batch = socket ? batcher(socket) : undefined;
+    if (socket && !attachPacketArena(client, socket)) log.debug('ssh2 internals differ: outgoing packets use ordinary buffers');
     const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip);
     const sessions = new Set<SftpSession>();
     // One timer per connection: reset by auth steps and SFTP requests; an idle session is closed.
