@@ -16,7 +16,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -136,6 +136,17 @@ async function startSshd(work, pubKey) {
   return { name: 'openssh', pid: child.pid, port, user: process.env.USER || 'root', root, disk: root };
 }
 
+/**
+ * CPU seconds a server has used, its reaped children included (sshd's per-connection processes
+ * are reaped by the listener, so they count once they exit). Unlike wall time, this barely moves
+ * when other work shares the machine: a steadier figure of each server's own cost.
+ */
+function serverCpu(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // Fields 14-17 of stat (utime, stime, cutime, cstime), counted from the state field (3) here.
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / 100;
+}
+
 function sftp(server, key, commands, cipher = CIPHERS[0]) {
   const batch = join(tmpdir(), `bench-batch-${process.pid}-${Math.random().toString(36).slice(2)}`);
   return (async () => {
@@ -199,10 +210,18 @@ async function main() {
     for (const s of servers) row[s.name] = Infinity;
     // Alternate servers within each round so drift hits both alike.
     const perCase = await resetPeakRss(servers[0].pid);
-    for (let i = 0; i < REPEAT; i++) for (const s of servers) row[s.name] = Math.min(row[s.name], await fn(s));
+    const cpu = {};
+    for (const s of servers) cpu[s.name] = Infinity;
+    for (let i = 0; i < REPEAT; i++) {
+      for (const s of servers) {
+        const c0 = serverCpu(s.pid);
+        row[s.name] = Math.min(row[s.name], await fn(s));
+        cpu[s.name] = Math.min(cpu[s.name], serverCpu(s.pid) - c0);
+      }
+    }
     results.push(row);
     const rss = perCase ? `   treegate peak RSS ${(await peakRssMiB(servers[0].pid)).toFixed(0)} MiB` : '';
-    console.log(`${label.padEnd(36)} treegate ${row.treegate.toFixed(2)} s   openssh ${row.openssh.toFixed(2)} s   ratio ${(row.treegate / row.openssh).toFixed(2)}${rss}`);
+    console.log(`${label.padEnd(36)} treegate ${row.treegate.toFixed(2)} s   openssh ${row.openssh.toFixed(2)} s   ratio ${(row.treegate / row.openssh).toFixed(2)}   server CPU ${cpu.treegate.toFixed(2)} s vs ${cpu.openssh.toFixed(2)} s${rss}`);
   };
   for (const cipher of CIPHERS) {
     const c = cipher.split('@')[0];
@@ -231,7 +250,7 @@ async function main() {
   });
   void baseline;
   console.log(`\ntreegate peak RSS: ${(await peakRssMiB(servers[0].pid)).toFixed(0)} MiB (since the last case began where per-case figures are shown, else over the whole run)`);
-  console.log('ratio = treegate time / OpenSSH time (lower is better; 1.00 = parity)');
+  console.log('ratio = treegate time / OpenSSH time (lower is better; 1.00 = parity); server CPU = the fewest CPU seconds a run of the case cost the server (OpenSSH: sshd and its session processes)');
 }
 
 try {
