@@ -17,7 +17,7 @@ import { closeSync, createWriteStream, fstatSync, futimesSync, openSync, renameS
 import { randomBytes } from 'node:crypto';
 import { rename, rm, utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
-import { Readable, Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { VfsError, fromErrno } from '../../src/errors.js';
 import type { PutArgs } from '../types.js';
@@ -28,19 +28,40 @@ export const SMALL_BODY = 64 * 1024;
 
 const tempIn = (dirReal: string) => nodePath.join(dirReal, TEMP_PREFIX + randomBytes(12).toString('hex'));
 
-/** Read `stream` until it ends or holds more than `limit` bytes; `rest` continues where it stopped. */
-async function head(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; size: number; done: boolean; it: AsyncIterator<Buffer> }> {
-  const it = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for (;;) {
-    const r = await it.next();
-    if (r.done) return { chunks, size, done: true, it };
-    const b = Buffer.isBuffer(r.value) ? r.value : Buffer.from(r.value as Uint8Array);
-    chunks.push(b);
-    size += b.length;
-    if (size > limit) return { chunks, size, done: false, it };
-  }
+/**
+ * Read `stream` until it ends or holds more than `limit` bytes. In the second case the stream is left
+ * paused with the bytes read put back (unshift), so it can be streamed on from its start. Read with
+ * 'data' events, not an async iterator: the iterator's read() joins everything buffered into one new
+ * buffer each time, a copy of the whole upload.
+ */
+function head(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; size: number; done: boolean }> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      stream.off('data', onData);
+      stream.off('end', onEnd);
+      stream.off('error', onError);
+      stream.off('close', onClose);
+    };
+    const onData = (c: Buffer | Uint8Array) => {
+      const b = Buffer.isBuffer(c) ? c : Buffer.from(c);
+      chunks.push(b);
+      size += b.length;
+      if (size <= limit) return;
+      stream.pause();
+      stop();
+      for (let i = chunks.length - 1; i >= 0; i--) stream.unshift(chunks[i]);
+      resolve({ chunks, size, done: false });
+    };
+    const onEnd = () => (stop(), resolve({ chunks, size, done: true }));
+    const onError = (e: unknown) => (stop(), reject(e));
+    const onClose = () => (stop(), reject(new Error('upload body closed before its end')));
+    stream.on('data', onData);
+    stream.once('end', onEnd);
+    stream.once('error', onError);
+    stream.once('close', onClose);
+  });
 }
 
 function checkSize(args: PutArgs, written: number): void {
@@ -101,19 +122,8 @@ export async function putFile(dirReal: string, target: string, stream: Readable,
   try {
     if (args.size !== undefined && args.size > SMALL_BODY) return await writeStreamed(dirReal, target, stream, args);
     const first = await head(stream, SMALL_BODY);
-    if (!first.done) {
-      // Too big after all (size unknown in advance): stream what was read, then the rest.
-      const { chunks, it } = first;
-      const rest = Readable.from((async function* () {
-        try {
-          yield* chunks;
-          for (let r = await it.next(); !r.done; r = await it.next()) yield r.value;
-        } finally {
-          await it.return?.(); // stopped early (error, abort): release the source as pipeline would
-        }
-      })(), { objectMode: false });
-      return await writeStreamed(dirReal, target, rest, args);
-    }
+    // Too big after all (size unknown in advance): the stream, its head put back, is streamed.
+    if (!first.done) return await writeStreamed(dirReal, target, stream, args);
     args.signal?.throwIfAborted();
     if (first.size) args.onProgress?.(first.size);
     checkSize(args, first.size);
