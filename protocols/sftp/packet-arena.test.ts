@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import ssh2 from 'ssh2';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -46,6 +47,13 @@ async function serve(): Promise<{ port: number; attached: boolean[]; close(): vo
   await new Promise<void>((r) => tcp.listen(0, '127.0.0.1', r));
   return { port: (tcp.address() as AddressInfo).port, attached, close: () => tcp.close() };
 }
+
+describe('ssh2 as installed', () => {
+  it('has its native crypto binding (built by npm ci; without it downloads run at ~0.6x)', () => {
+    const crypto = createRequire(import.meta.url)('ssh2/lib/protocol/crypto.js') as { bindingAvailable: boolean };
+    expect(crypto.bindingAvailable).toBe(true);
+  });
+});
 
 describe('packet arena', () => {
   it('attaches to ssh2 connections and every byte arrives intact', async () => {

@@ -6,6 +6,7 @@
  * {principal, protocol:'sftp', ip}, shared by its SFTP channels.
  */
 import { mkdir, readdir, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -65,6 +66,15 @@ function batcher(socket: Socket): () => void {
     socket.cork();
     process.nextTick(flush);
   };
+}
+
+/** Whether ssh2 loaded its compiled crypto (node-gyp at install); it falls back to slower code. */
+function sshCryptoBinding(): boolean {
+  try {
+    return (createRequire(import.meta.url)('ssh2/lib/protocol/crypto.js') as { bindingAvailable?: boolean }).bindingAvailable === true;
+  } catch {
+    return false;
+  }
 }
 
 /** A refused channel request still tells a person at a terminal why. */
@@ -183,6 +193,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   });
   const addr = tcp.address() as AddressInfo;
   log.info({ address: addr.address, port: addr.port }, 'sftp listening');
+  if (!sshCryptoBinding()) log.warn('ssh2 runs without its native crypto binding (npm ci could not build it): transfers are slower');
 
   return {
     address: addr.address,
