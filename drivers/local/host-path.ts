@@ -9,7 +9,7 @@
  * microseconds, while the promise form is a thread-pool round trip, and every driver call resolves
  * at least one path.
  */
-import { lstatSync, realpathSync } from 'node:fs';
+import { lstatSync, realpathSync, type Stats } from 'node:fs';
 import * as nodePath from 'node:path';
 import { VfsError } from '../../src/errors.js';
 import { segments } from '../../src/paths.js';
@@ -45,7 +45,21 @@ export class HostPaths {
 
   /** The checked real path of the lexical host path `host` (of driver path `dpath`, for errors). */
   realOf(host: string, dpath: string): string {
-    if (host === this.root) return this.realRoot;
+    return this.realWithStats(host, dpath).real;
+  }
+
+  /**
+   * resolveSync plus what is at the real path when that came for free: `stats` of the entry (not a
+   * link, so they are its stat), undefined when nothing is there, null when not looked at (links,
+   * the root, the walk). Lookups use it to skip a second stat.
+   */
+  resolveWithStats(dpath: string): { host: string; real: string; stats: Stats | undefined | null } {
+    const host = this.lexical(dpath);
+    return { host, ...this.realWithStats(host, dpath) };
+  }
+
+  private realWithStats(host: string, dpath: string): { real: string; stats: Stats | undefined | null } {
+    if (host === this.root) return { real: this.realRoot, stats: null };
     // Usually the folder exists and the last component is a plain entry or missing (an upload's
     // target): then the real path is the folder's realpath plus the name, found without an ENOENT
     // exception. Anything else (a link, a missing folder, a file in the way) takes the full walk.
@@ -53,12 +67,13 @@ export class HostPaths {
       const dirReal = realpathSync.native(nodePath.dirname(host));
       if (this.inside(dirReal)) {
         const real = nodePath.join(dirReal, nodePath.basename(host));
-        if (!lstatSync(real, { throwIfNoEntry: false })?.isSymbolicLink()) return real;
+        const stats = lstatSync(real, { throwIfNoEntry: false });
+        if (!stats?.isSymbolicLink()) return { real, stats };
       }
     } catch {
       // fall through to the walk, which reports what is wrong
     }
-    return this.walk(host, dpath);
+    return { real: this.walk(host, dpath), stats: null };
   }
 
   /** realpath of `host`, or of its nearest existing ancestor plus the missing rest; checked. */

@@ -82,12 +82,17 @@ export class LocalDriver implements Driver {
 
   // Lookups stat synchronously (see host-path.ts for why): a local stat takes microseconds.
   async get(path: string): Promise<Obj> {
-    return this.at(path, async (_h, real) => {
-      // A missing path is common (the target of an upload): one error object instead of three.
-      const st = statSync(real, { throwIfNoEntry: false });
-      if (!st) throw new VfsError('NOT_FOUND', undefined, { path });
-      return toObj(path, st);
-    });
+    let found;
+    try {
+      // The path check's own lstat usually tells what is there (a plain entry or nothing).
+      const { real, stats } = this.p.resolveWithStats(path);
+      found = stats === null ? statSync(real, { throwIfNoEntry: false }) : stats;
+    } catch (e) {
+      throw fromErrno(e, path);
+    }
+    // A missing path is common (the target of an upload): one error object instead of three.
+    if (!found) throw new VfsError('NOT_FOUND', undefined, { path });
+    return toObj(path, found);
   }
 
   async list(dir: Obj): Promise<Obj[]> {
@@ -200,10 +205,14 @@ export class LocalDriver implements Driver {
     const dpath = join(dstDir.path, name);
     // The folder is resolved once; the target is its real path plus the name, the same directory
     // entry as the lexical path, so the final rename replaces the entry itself (never a link's target).
-    const dirReal = this.p.resolveSync(dstDir.path).real;
     let target: string;
+    let dirReal: string;
     try {
-      if (!statSync(dirReal).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
+      const dir = this.p.resolveWithStats(dstDir.path);
+      dirReal = dir.real;
+      const st = dir.stats === null ? statSync(dirReal) : dir.stats;
+      if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dstDir.path });
+      if (!st.isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
       target = nodePath.join(dirReal, name);
       const prior = lstatSync(target, { throwIfNoEntry: false });
       if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
