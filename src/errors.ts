@@ -33,7 +33,12 @@ export class VfsError extends Error {
   readonly path?: string;
 
   constructor(code: VfsErrorCode, message?: string, opts: { path?: string; cause?: unknown } = {}) {
+    // A missing path is an answer, not a fault (every upload looks up its target first): no stack
+    // trace is captured for it (measured: ~3% of a 1 KiB WebDAV PUT's CPU).
+    const limit = Error.stackTraceLimit;
+    if (code === 'NOT_FOUND') Error.stackTraceLimit = 0;
     super(message ?? defaultMessage(code), opts.cause === undefined ? undefined : { cause: opts.cause });
+    Error.stackTraceLimit = limit;
     this.name = 'VfsError';
     this.code = code;
     this.path = opts.path;
