@@ -3,8 +3,9 @@
  * in the index file: `queue` holds the folders still to list. A few folders are listed at once, and
  * listed folders are written in batches: each batch's rows, the subfolders it found and the removal
  * of the folders it listed from the queue go in one transaction — so after a crash or restart the
- * job simply goes on with what is left (re-listing at most one batch). Between batches the loop
- * yields, so requests stay responsive on a small machine.
+ * job simply goes on with what is left (re-listing what was not yet written). The transactions run
+ * on a writer thread (writer.ts) while the loop goes on listing; between folders the loop yields,
+ * so requests stay responsive on a small machine.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -13,7 +14,8 @@ import { segments } from '../paths.js';
 import type { Vfs } from '../vfs/vfs.js';
 import type { Entry } from '../vfs/types.js';
 import { indexerContext, rowOf, type IndexScope } from './scope.js';
-import type { IndexRow, IndexStore } from './store.js';
+import type { IndexRow, IndexStore, QueuedFolder } from './store.js';
+import { BatchWriter, MAX_TX_ROWS } from './writer.js';
 
 /** AList's IndexProgress (`last_done_time` as ISO text here; the REST layer formats it). */
 export interface IndexProgress {
@@ -35,28 +37,52 @@ export interface JobSpec {
 /** Folders listed at once, so that slow storages (network, cloud APIs) overlap their round trips. */
 const LISTINGS_IN_FLIGHT = 6;
 /**
- * Listed folders are written together, one transaction per this many rows or this long: a commit
- * per folder made every small transaction flush its own FTS segment, which cost more than the rows.
- * Bounded so one commit never holds the event loop for long.
+ * Listed folders are written together: a commit per folder made every small transaction flush its
+ * own FTS segment, which cost more than the rows. A batch goes to the writer as soon as it is idle
+ * and the batch holds MIN_ROWS (so the writer is never left waiting while rows pile up), at
+ * MAX_TX_ROWS (one transaction's worth, writer.ts), or after BATCH_MS (slow storages still save
+ * their progress often).
  */
-const BATCH_ROWS = 4000;
+const MIN_ROWS = 500;
 const BATCH_MS = 200;
+/**
+ * Transactions sent and not yet written before listing waits: one being written and one ready, so
+ * the writer never idles while memory stays bounded whatever the size of the tree.
+ */
+const WRITES_AHEAD = 2;
+/**
+ * How long the writer thread outlives a job: starting one costs ~35 ms of CPU before the first row
+ * is written, which shows when jobs follow one another (a rebuild, updates of a few folders).
+ */
+const WRITER_IDLE_MS = 30_000;
 
-/** A folder of the job's frontier; `id` is its queue row once one is written. */
-interface Folder {
-  id?: number;
-  path: string;
-  depth: number;
-}
+/** A folder of the job's frontier; `id` is its queue row's (the loop numbers the folders it finds). */
+type Folder = QueuedFolder;
 
-/** Listed but not yet committed. */
+/** Listed but not yet sent to the writer. */
 interface Batch {
   rows: IndexRow[];
-  /** Folders listed (taken off the queue at commit). */
+  /** Folders listed (taken off the queue with the batch). */
   done: Folder[];
-  /** Subfolders found (queued at commit unless listed by then). */
+  /** Subfolders found (queued with the batch unless listed by then). */
   found: Folder[];
-  since: number;
+  /**
+   * Settles BATCH_MS after the first folder was added, setting `late`: the batch is then due even
+   * while every listing in flight hangs.
+   */
+  timer?: Promise<void>;
+  late?: boolean;
+}
+
+/** One run of the job loop. */
+interface Run {
+  job: JobSpec;
+  signal: AbortSignal;
+  frontier: Folder[];
+  /** Queue id of the next folder found: the loop alone adds to the queue while it runs. */
+  nextId: number;
+  batch: Batch;
+  firstError: string;
 }
 
 const IDLE: IndexProgress = { obj_count: 0, is_done: false, last_done_time: null, error: '' };
@@ -66,6 +92,8 @@ export class IndexBuilder {
   private abort: AbortController | undefined;
   /** Why the loop should end: `stop` finishes the job, `pause` keeps it for a later resume. */
   private halt: 'stop' | 'pause' | undefined;
+  private writer: BatchWriter | undefined;
+  private writerIdle: NodeJS.Timeout | undefined;
 
   constructor(private readonly store: IndexStore, private readonly vfs: Vfs, private readonly scope: IndexScope, private readonly log: Logger) {}
 
@@ -106,6 +134,34 @@ export class IndexBuilder {
     if (this.running) await this.end('pause');
   }
 
+  /** Pause (see there) and stop the writer thread: the index file is about to be closed. */
+  async close(): Promise<void> {
+    await this.pause();
+    clearTimeout(this.writerIdle);
+    const w = this.writer;
+    this.writer = undefined;
+    await w?.close();
+  }
+
+  /** The writer for a run: the one left by the previous job if it is still up and sound. */
+  private takeWriter(): BatchWriter {
+    clearTimeout(this.writerIdle);
+    if (this.writer?.failed) void this.writer.close();
+    if (!this.writer || this.writer.failed) this.writer = new BatchWriter(this.store.file);
+    this.writer.hold(true);
+    return this.writer;
+  }
+
+  /** Keep the writer a while for a next job (not keeping the process alive meanwhile). */
+  private releaseWriter(w: BatchWriter): void {
+    w.hold(false);
+    this.writerIdle = setTimeout(() => {
+      if (this.writer !== w || this.running) return;
+      this.writer = undefined;
+      void w.close();
+    }, WRITER_IDLE_MS).unref();
+  }
+
   private async end(how: 'stop' | 'pause'): Promise<void> {
     this.halt = how;
     this.abort?.abort();
@@ -128,52 +184,76 @@ export class IndexBuilder {
 
   private async run(job: JobSpec, signal: AbortSignal): Promise<void> {
     const frontier: Folder[] = this.store.queued();
+    const r: Run = {
+      job, signal, frontier, nextId: frontier.reduce((max, f) => Math.max(max, f.id), 0) + 1,
+      batch: { rows: [], done: [], found: [] }, firstError: '',
+    };
     let head = 0;
-    const batch: Batch = { rows: [], done: [], found: [], since: Date.now() };
     const active = new Set<Promise<void>>();
-    const state = { firstError: '' };
+    const writer = this.takeWriter();
     try {
-      while (!this.halt) {
-        while (active.size < LISTINGS_IN_FLIGHT && head < frontier.length) {
-          const p: Promise<void> = this.listOne(job, frontier[head++]!, signal, frontier, batch, state).finally(() => active.delete(p));
-          active.add(p);
+      try {
+        while (!this.halt) {
+          while (active.size < LISTINGS_IN_FLIGHT && head < frontier.length) {
+            const p: Promise<void> = this.listOne(r, frontier[head++]!).finally(() => active.delete(p));
+            active.add(p);
+          }
+          if (active.size === 0) break;
+          const { batch } = r;
+          if (batch.done.length > 0) {
+            batch.timer ??= new Promise((resolve) => setTimeout(() => {
+              batch.late = true;
+              resolve();
+            }, BATCH_MS).unref());
+          }
+          await Promise.race(batch.timer ? [...active, batch.timer] : active);
+          const rows = batch.rows.length;
+          if (rows >= MAX_TX_ROWS || batch.late || (rows >= MIN_ROWS && writer.queued === 0)) this.send(r, writer);
+          await writer.settle(WRITES_AHEAD - 1);
+          // Let requests in between folders: a storage answering from memory never yields by itself.
+          await nextTurn();
         }
-        if (active.size === 0) break;
-        await Promise.race(active);
-        if (batch.rows.length >= BATCH_ROWS || Date.now() - batch.since >= BATCH_MS) this.commit(job, batch);
-        // Let requests in between folders: a storage answering from memory never yields by itself.
-        await nextTurn();
+      } finally {
+        // Whatever was listed is kept, even when the job pauses or a listing threw unexpectedly;
+        // folders still in flight stay queued and are listed again by a resumed job.
+        await Promise.allSettled(active);
+        this.send(r, writer);
+        await writer.settle();
       }
     } finally {
-      // Whatever was listed is kept, even when the job pauses or a listing threw unexpectedly;
-      // folders still in flight stay queued and are listed again by a resumed job.
-      await Promise.allSettled(active);
-      this.commit(job, batch);
+      this.releaseWriter(writer);
     }
-    if (this.halt !== 'pause') this.finish(job, state.firstError);
+    if (this.halt !== 'pause') this.finish(job, r.firstError);
   }
 
   /** List one folder into the batch; a halted job leaves it queued. */
-  private async listOne(job: JobSpec, f: Folder, signal: AbortSignal, frontier: Folder[], batch: Batch, state: { firstError: string }): Promise<void> {
+  private async listOne(r: Run, f: Folder): Promise<void> {
     let entries: readonly Entry[] = [];
     try {
-      entries = (await this.vfs.list(indexerContext(signal), f.path)).entries;
+      entries = (await this.vfs.list(indexerContext(r.signal), f.path)).entries;
       // A job's own starting folders are indexed too (their rows were dropped with their subtrees).
-      if (f.depth === 0 && segments(f.path).length > 0) entries = [await this.vfs.stat(indexerContext(signal), f.path), ...entries];
+      if (f.depth === 0 && segments(f.path).length > 0) entries = [await this.vfs.stat(indexerContext(r.signal), f.path), ...entries];
     } catch (err) {
       if (this.halt) return; // keep the folder queued: a resumed job lists it again
-      if (f.depth === 0 && !state.firstError) state.firstError = err instanceof Error ? err.message : String(err);
+      if (f.depth === 0 && !r.firstError) r.firstError = err instanceof Error ? err.message : String(err);
       this.log.warn({ err, path: f.path }, 'index: listing failed, folder skipped');
     }
     if (this.halt) return;
+    const { job, batch } = r;
     const ignore = [...this.scope.ignorePaths(), ...job.ignore];
+    const accepts = this.scope.childFilter(f.path, ignore);
+    const prefix = f.path === '/' ? '/' : f.path + '/';
+    const deeper = job.maxDepth < 0 || f.depth + 1 < job.maxDepth;
     for (const e of entries) {
-      if (!this.scope.accepts(e.vpath, { ignore, depth: false })) continue;
-      batch.rows.push(rowOf(e));
+      // Children (vpath = prefix + name) are checked by name against the folder's filter; anything
+      // else (the starting folder itself) by its full path.
+      const child = e.vpath.length === prefix.length + e.name.length && e.vpath.startsWith(prefix) && e.vpath.endsWith(e.name);
+      if (child ? !accepts(e.name) : !this.scope.accepts(e.vpath, { ignore, depth: false })) continue;
+      batch.rows.push(child ? { parent: f.path, name: e.name, isDir: e.isDir, size: e.isDir ? 0 : e.size } : rowOf(e));
       if (e.vpath === f.path) continue;
-      if (e.isDir && (job.maxDepth < 0 || f.depth + 1 < job.maxDepth)) {
-        const sub: Folder = { path: e.vpath, depth: f.depth + 1 };
-        frontier.push(sub);
+      if (e.isDir && deeper) {
+        const sub: Folder = { id: r.nextId++, path: e.vpath, depth: f.depth + 1 };
+        r.frontier.push(sub);
         batch.found.push(sub);
       }
     }
@@ -181,27 +261,23 @@ export class IndexBuilder {
   }
 
   /**
-   * Write the batch in one transaction: its rows, the folders it found (queued unless already
-   * listed in this same batch), the folders it listed taken off the queue, and the progress —
-   * so the file always holds a consistent frontier to resume from.
+   * Hand the batch to the writer, one transaction: its rows, the folders it found (queued unless
+   * already listed in this same batch), the folders it listed taken off the queue, and the
+   * progress — so the file always holds a consistent frontier to resume from.
    */
-  private commit(job: JobSpec, batch: Batch): void {
+  private send(r: Run, writer: BatchWriter): void {
+    const { batch } = r;
     if (batch.done.length > 0 || batch.found.length > 0) {
       const done = new Set(batch.done);
-      this.store.tx(() => {
-        this.store.upsert(batch.rows);
-        for (const f of batch.found) if (!done.has(f)) f.id = this.store.enqueue(f.path, f.depth);
-        for (const f of batch.done) if (f.id !== undefined) this.store.dequeue(f.id);
-        if (job.kind === 'build') {
-          const p = this.progress();
-          this.store.setState('progress', { ...p, obj_count: p.obj_count + batch.rows.length });
-        }
+      const found = new Set(batch.found);
+      writer.write({
+        rows: batch.rows,
+        enqueue: batch.found.filter((f) => !done.has(f)),
+        dequeue: batch.done.filter((f) => !found.has(f)).map((f) => f.id),
+        count: r.job.kind === 'build' ? batch.rows.length : 0,
       });
     }
-    batch.rows = [];
-    batch.done = [];
-    batch.found = [];
-    batch.since = Date.now();
+    r.batch = { rows: [], done: [], found: [] };
   }
 
   private finish(job: JobSpec, error: string): void {

@@ -5,7 +5,7 @@
  * Plan: keywords of 3+ characters go to the FTS5 trigram index as phrases (ANDed); shorter ones
  * are `instr` checks on the folded name. Below a folder, when the subtree is small next to the
  * keyword's matches, every keyword is an `instr` check over the subtree's range of the covering
- * (parent, lname, is_dir) index instead — that is how short keywords are served too. Access rules: rows
+ * (parent, lname, name) index instead — that is how short keywords are served too. Access rules: rows
  * outside every guarded rule's subtree are visible without further thought (pure SQL); rows inside
  * one are asked of the VFS's own canAccess through a SQL function, so `total` is exactly what the
  * caller may see and meta rules are evaluated by the VFS alone.

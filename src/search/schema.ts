@@ -3,17 +3,25 @@
  * index over the folded name for substring keywords of 3+ characters, and the state of the build
  * job so that a restart resumes it.
  *
- * - entries(parent, name) is unique; `parent` is the absolute virtual path of the folder ('/' for
- *   the root). A subtree is `parent = P OR parent in [P + '/', P + '0')` (`0` follows `/` in byte
- *   order), a range on the (parent, …) indexes — also what short keywords scan (entries_scan covers
- *   that scan, so it reads no table rows until the page itself).
+ * - entries: `parent` is the absolute virtual path of the folder ('/' for the root). A subtree is
+ *   `parent = P OR parent in [P + '/', P + '0')` (`0` follows `/` in byte order), a range on the
+ *   (parent, lname, name) index — also what short keywords scan (the index covers that scan, so it
+ *   reads no table rows until the page itself). That one index also keeps (parent, name) unique:
+ *   lname is a function of name. Every index is written for every row, and a second one for
+ *   uniqueness alone made row writes ~20% dearer.
  * - names is an external-content FTS5 table over entries.lname (detail=full: phrase queries are
  *   exact substring matches, so no second check is needed), kept in sync by triggers for updates
  *   and deletes and by the store itself for inserts (see the DDL). The
  *   tokenizer is case sensitive because lname is already folded (text.ts), so both sides fold alike.
+ *   columnsize=0: no per-row size record (only ranking functions read it, and results are ordered
+ *   by name).
  * - queue holds folders still to list for the running job; state holds the job and its progress.
+ *
+ * The layout has a version (user_version = FORMAT); a file of another version is replaced by an
+ * empty one, which the service then rebuilds (the index is derived data).
  */
 import Database from 'better-sqlite3';
+import { rmSync } from 'node:fs';
 
 export type Db = Database.Database;
 
@@ -25,18 +33,17 @@ CREATE TABLE IF NOT EXISTS entries (
   lname TEXT NOT NULL,
   is_dir INTEGER NOT NULL,
   size INTEGER NOT NULL,
-  UNIQUE (parent, name)
+  UNIQUE (parent, lname, name)
 );
--- Covers what a short-keyword scan of a subtree reads (count and filters) without a row lookup each.
-CREATE INDEX IF NOT EXISTS entries_scan ON entries (parent, lname, is_dir);
 CREATE VIRTUAL TABLE IF NOT EXISTS names USING fts5(
-  lname, content='entries', content_rowid='id', tokenize='trigram case_sensitive 1', detail='full'
+  lname, content='entries', content_rowid='id', tokenize='trigram case_sensitive 1', detail='full', columnsize=0
 );
+-- Leaf pages twice FTS5's default (4050 bytes; they fit the file's 16 KiB pages): fewer, fuller
+-- leaves made row writes ~10% cheaper. A setting of the table, stored with it.
+INSERT INTO names(names, rank) VALUES ('pgsz', 8000);
 -- No insert trigger: an FTS5 write inside a trigger flushes FTS5's pending terms as a segment of
 -- its own each time, which made every inserted row ~6x dearer; the store indexes inserted rows
--- itself with one INSERT … SELECT per operation (IndexStore.indexNew). Files from older versions
--- had the trigger: dropped here so rows are not indexed twice.
-DROP TRIGGER IF EXISTS entries_ai;
+-- itself with one INSERT … SELECT per operation (IndexStore.indexNew).
 CREATE TRIGGER IF NOT EXISTS entries_ad AFTER DELETE ON entries BEGIN
   INSERT INTO names(names, rowid, lname) VALUES ('delete', old.id, old.lname);
 END;
@@ -57,18 +64,38 @@ CREATE TABLE IF NOT EXISTS state (
 );
 `;
 
-export function openIndexDb(file: string): Db {
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
+/** Settings of every connection to the file (the build's writer thread opens its own, writer.ts). */
+export const CONNECTION_PRAGMAS = [
   // WAL + NORMAL: a crash loses at most the last transactions, never the file's consistency;
   // the build is resumable and the index is derived data, so that is the right trade.
-  db.pragma('synchronous = NORMAL');
-  db.pragma('cache_size = -32000');
+  'synchronous = NORMAL',
+  'cache_size = -32000',
   // Reads go through the OS page cache directly: row lookups after an FTS match are the hot path.
-  db.pragma('mmap_size = 1073741824');
-  db.pragma('temp_store = MEMORY');
+  'mmap_size = 1073741824',
+  'temp_store = MEMORY',
+];
+
+/** The layout's version (see the top). */
+export const FORMAT = 2;
+
+/** Open (creating or replacing) the index file; `replaced`: it held an index of another format. */
+export function openIndexDb(file: string): { db: Db; replaced: boolean } {
+  let db = new Database(file);
+  const used = db.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get() !== 0;
+  const replaced = used && db.pragma('user_version', { simple: true }) !== FORMAT;
+  if (replaced) {
+    db.close();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    db = new Database(file);
+  }
+  // Only takes effect on a new file (and must come before WAL): bigger pages made row writes
+  // ~20% cheaper (fewer b-tree pages to split and write for the long path keys).
+  db.pragma('page_size = 16384');
+  db.pragma('journal_mode = WAL');
+  for (const p of CONNECTION_PRAGMAS) db.pragma(p);
   createSchema(db);
-  return db;
+  db.pragma(`user_version = ${FORMAT}`);
+  return { db, replaced };
 }
 
 /** Create whatever tables and triggers are missing. */

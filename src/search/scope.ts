@@ -68,6 +68,30 @@ export class IndexScope {
     return best;
   }
 
+  /**
+   * accepts(child, { ignore, depth: false }) for the children of `dir`, worked out once per folder:
+   * the build job asks it for every entry it lists, and parsing every child's path again was a
+   * visible share of a build. A child is refused below an ignored path (the child itself or an
+   * ancestor) or when its storage is not indexed — the storage mounted exactly at the child if any
+   * (it is the longest mount holding the child), else the one owning `dir`.
+   */
+  childFilter(dir: string, ignore: readonly string[]): (name: string) => boolean {
+    if (ignore.some((ig) => isWithin(ig, dir))) return () => false;
+    const depth = segments(dir).length;
+    const apart = new Map<string, boolean>(); // children decided apart from the rest
+    for (const ig of ignore) {
+      const s = segments(ig);
+      if (s.length === depth + 1 && isWithin(dir, ig)) apart.set(s[depth]!, false);
+    }
+    for (const m of this.mounts.all()) {
+      const name = m.segments[depth];
+      if (m.segments.length === depth + 1 && !apart.has(name!) && isWithin(dir, m.record.mount_path)) apart.set(name!, this.storageIndexed(m));
+    }
+    const owner = this.owner(dir);
+    const rest = !owner || this.storageIndexed(owner);
+    return (name) => apart.get(name) ?? rest;
+  }
+
   accepts(vpath: string, opts: AcceptOptions = {}): boolean {
     const depth = segments(vpath).length;
     if (depth === 0) return false;

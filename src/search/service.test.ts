@@ -1,10 +1,11 @@
 /** SearchService over a real VFS (Memory storages): building, resuming, staying current, access rules. */
 import Database from 'better-sqlite3';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isVfsError } from '../errors.js';
 import { body, ctx, principal, storage } from '../vfs/testing.js';
-import { ADMIN, built, makeRig, USER_BITS, type SearchRig } from './testing.js';
+import { ADMIN, built, gatedVfs, makeRig, until, USER_BITS, type SearchRig } from './testing.js';
 
 let rig: SearchRig;
 const find = async (keywords: string, c = ADMIN, parent = '/', scope = 0) =>
@@ -19,6 +20,32 @@ beforeEach(async () => {
   }
 });
 afterEach(() => rig.cleanup());
+
+const dbFile = () => join(rig.core.dir, 'search.db');
+/** Every indexed row, without ids, in a stable order. */
+function indexRows(): unknown[] {
+  const db = new Database(dbFile(), { readonly: true });
+  try {
+    return db.prepare('SELECT parent, name, lname, is_dir, size FROM entries ORDER BY parent, name').all();
+  } finally {
+    db.close();
+  }
+}
+/** FTS5's own check that the trigram index holds exactly the rows of the table (throws otherwise). */
+function checkFts(): void {
+  const db = new Database(dbFile());
+  try {
+    db.exec(`INSERT INTO names(names, rank) VALUES ('integrity-check', 1)`);
+  } finally {
+    db.close();
+  }
+}
+/** Folders /m/f0 … /m/f{n-1} of `files` files each, written through the VFS (so indexed as they come). */
+async function fill(folders: number, files: number): Promise<void> {
+  for (let d = 0; d < folders; d++) {
+    await Promise.all(Array.from({ length: files }, (_, i) => rig.core.vfs.put(ADMIN, `/m/f${d}/Item ${d}-${i} caf\u0065\u0301.txt`, body('x'.repeat(i % 7)))));
+  }
+}
 
 describe('building', () => {
   it('indexes the tree through the VFS and reports progress', async () => {
@@ -63,6 +90,83 @@ describe('building', () => {
     await built(s);
     expect(s.progress()).toMatchObject({ is_done: true, obj_count: 11 });
     expect(await find('report')).toHaveLength(5);
+  });
+
+  it('a build writes exactly the rows and FTS entries that VFS updates wrote, in several batches', async () => {
+    await fill(4, 300); // more rows than one batch
+    await rig.core.vfs.mkdir(ADMIN, '/n/Empty 中文 Folder');
+    const incremental = indexRows();
+    checkFts();
+    const before = await find('item 3-29');
+    rig.service.build();
+    await built(rig.service);
+    expect(rig.service.progress()).toMatchObject({ is_done: true, error: '', obj_count: incremental.length });
+    expect(indexRows()).toEqual(incremental);
+    checkFts();
+    expect(await find('item 3-29')).toEqual(before);
+    expect(before).toHaveLength(11); // 3-29 and 3-290 … 3-299
+    expect(await find('中文 empty')).toEqual(['/n/Empty 中文 Folder']);
+    // Again, through the writer thread the first build left (its file's tables were recreated meanwhile).
+    rig.service.build();
+    await built(rig.service);
+    expect(rig.service.progress()).toMatchObject({ is_done: true, error: '', obj_count: incremental.length });
+    expect(indexRows()).toEqual(incremental);
+    checkFts();
+  });
+
+  it('a build paused after some batches were written resumes without losing or repeating entries', async () => {
+    await fill(6, 120);
+    const all = indexRows();
+    rig.service.clear();
+    await rig.service.close();
+    const gated = gatedVfs(rig.core.vfs, '/m/f5');
+    let s = rig.restart(gated.vfs);
+    s.build();
+    await until(() => s.progress().obj_count === all.length - 120); // all but the files of /m/f5 are written
+    await s.close(); // /m/f5 is still being listed: it stays queued
+    const db = new Database(dbFile(), { readonly: true });
+    const queued = db.prepare('SELECT path FROM queue').pluck().all();
+    db.close();
+    expect(queued).toEqual(['/m/f5']);
+    s = rig.restart();
+    await built(s);
+    expect(s.progress()).toMatchObject({ is_done: true, error: '', obj_count: all.length });
+    expect(indexRows()).toEqual(all);
+    checkFts();
+  });
+
+  it('VFS writes during a build are kept, the build\'s own rows too', async () => {
+    await fill(3, 200);
+    await rig.service.close();
+    const gated = gatedVfs(rig.core.vfs, '/m/f2');
+    const s = rig.restart(gated.vfs);
+    s.build();
+    await until(() => s.progress().obj_count > 0);
+    // Written through the service's own connection while the build's writer thread has the file open.
+    await Promise.all(Array.from({ length: 30 }, (_, i) => rig.core.vfs.put(ADMIN, `/m/f2/during ${i}.txt`, body('y'))));
+    await Promise.all(Array.from({ length: 30 }, (_, i) => rig.core.vfs.put(ADMIN, `/n/late/during late ${i}.txt`, body('y'))));
+    expect(await find('during late 17')).toEqual(['/n/late/during late 17.txt']);
+    gated.open();
+    await built(s);
+    expect((await s.search(ADMIN, { parent: '/', keywords: 'during', scope: 2, page: 1, perPage: 1 })).total).toBe(60);
+    expect((await s.search(ADMIN, { parent: '/m', keywords: 'item', scope: 0, page: 1, perPage: 1 })).total).toBe(600);
+    checkFts();
+  });
+
+  it('replaces an index file of an older format and rebuilds it', async () => {
+    await rig.service.close();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(dbFile() + suffix, { force: true });
+    const old = new Database(dbFile());
+    old.exec(`CREATE TABLE entries (id INTEGER PRIMARY KEY, parent TEXT NOT NULL, name TEXT NOT NULL, lname TEXT NOT NULL,
+                is_dir INTEGER NOT NULL, size INTEGER NOT NULL, UNIQUE (parent, name));
+              INSERT INTO entries (parent, name, lname, is_dir, size) VALUES ('/gone', 'report ghost.txt', 'report ghost.txt', 0, 1);`);
+    old.close();
+    const s = rig.restart();
+    expect(s.running).toBe(true);
+    await built(s);
+    expect(await find('report')).toHaveLength(5);
+    expect(await find('ghost')).toEqual([]);
+    checkFts();
   });
 
   it('answers search not available while search_index is none', async () => {

@@ -111,7 +111,13 @@ export class SearchService {
       mounts.watch((c) => updater.onOutsideChange(c.vpath), (m) => this.scope.storageIndexed(m)),
     ];
     builder.resume();
-    return { store, queries: new SearchQueries(store.db), builder, updater, unsubscribe };
+    const engine: Engine = { store, queries: new SearchQueries(store.db), builder, updater, unsubscribe };
+    if (store.replaced) {
+      // An index of an older format was dropped (schema.ts): build it again rather than leave search empty.
+      log.info('search index: file of an older format replaced, rebuilding');
+      builder.start({ kind: 'build', paths: ['/'], maxDepth: this.depthOf(undefined), ignore: [] });
+    }
+    return engine;
   }
 
   private shut(): Promise<void> {
@@ -120,7 +126,7 @@ export class SearchService {
     this.engine = undefined;
     this.closing = (async () => {
       for (const u of e.unsubscribe) u();
-      await e.builder.pause();
+      await e.builder.close();
       await e.updater.close();
       e.store.close();
     })().finally(() => (this.closing = undefined));

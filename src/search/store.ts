@@ -27,33 +27,47 @@ export function below(vpath: string, col = 'parent'): { sql: string; params: str
   return { sql: `(${col} = ? OR (${col} >= ? AND ${col} < ?))`, params: [vpath, vpath + '/', vpath + '0'] };
 }
 
+/**
+ * The statements of a row write, shared with the build's writer thread (writer.ts), which runs
+ * them on its own connection. Parameters of `upsert`: parent, name, folded name, is_dir, size.
+ */
+export const WRITE_SQL = {
+  upsert: `INSERT INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (parent, lname, name) DO UPDATE SET is_dir = excluded.is_dir, size = excluded.size`,
+  maxId: `SELECT coalesce(max(id), 0) FROM entries`,
+  /** Index the rows above an id (IndexStore.indexNew). */
+  indexFrom: `INSERT INTO names (rowid, lname) SELECT id, lname FROM entries WHERE id > ?`,
+  enqueue: `INSERT INTO queue (id, path, depth) VALUES (?, ?, ?)`,
+  dequeue: `DELETE FROM queue WHERE id = ?`,
+  /** Add to the build's progress count. */
+  count: `UPDATE state SET value = json_set(value, '$.obj_count', json_extract(value, '$.obj_count') + ?) WHERE key = 'progress'`,
+};
+
 /** Code points, as SQLite's length()/substr() count characters. */
 const chars = (s: string) => [...s].length;
 
 export class IndexStore {
   readonly db: Db;
+  readonly file: string;
+  /** The file held an index of an older format and was replaced by an empty one (schema.ts). */
+  readonly replaced: boolean;
   private readonly upsertStmt: Statement;
   private readonly insertIgnoreStmt: Statement;
   private readonly deleteRowStmt: Statement;
   private readonly maxIdStmt: Statement;
   private readonly indexFromStmt: Statement;
   private readonly enqueueStmt: Statement;
-  private readonly dequeueStmt: Statement;
   private readonly setStateStmt: Statement;
 
   constructor(file: string) {
-    this.db = openIndexDb(file);
-    this.upsertStmt = this.db.prepare(
-      `INSERT INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT (parent, name) DO UPDATE SET is_dir = excluded.is_dir, size = excluded.size`,
-    );
+    this.file = file;
+    ({ db: this.db, replaced: this.replaced } = openIndexDb(file));
+    this.upsertStmt = this.db.prepare(WRITE_SQL.upsert);
     this.insertIgnoreStmt = this.db.prepare(`INSERT OR IGNORE INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, 1, 0)`);
-    this.deleteRowStmt = this.db.prepare(`DELETE FROM entries WHERE parent = ? AND name = ?`);
-    this.maxIdStmt = this.db.prepare(`SELECT coalesce(max(id), 0) FROM entries`).pluck();
-    this.indexFromStmt = this.db.prepare(`INSERT INTO names (rowid, lname) SELECT id, lname FROM entries WHERE id > ?`);
-    // The build job writes these once per folder: prepared once rather than per call.
+    this.deleteRowStmt = this.db.prepare(`DELETE FROM entries WHERE parent = ? AND lname = ? AND name = ?`);
+    this.maxIdStmt = this.db.prepare(WRITE_SQL.maxId).pluck();
+    this.indexFromStmt = this.db.prepare(WRITE_SQL.indexFrom);
     this.enqueueStmt = this.db.prepare(`INSERT INTO queue (path, depth) VALUES (?, ?)`);
-    this.dequeueStmt = this.db.prepare(`DELETE FROM queue WHERE id = ?`);
     this.setStateStmt = this.db.prepare(`INSERT INTO state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`);
   }
 
@@ -61,9 +75,14 @@ export class IndexStore {
     if (this.db.open) this.db.close();
   }
 
-  /** Run `fn` in one transaction. */
+  /**
+   * Run `fn` in one transaction. IMMEDIATE: while a build runs, its writer thread writes through a
+   * second connection, and a deferred transaction that read before that thread committed could
+   * not write any more (SQLITE_BUSY_SNAPSHOT, with no wait); taking the write lock first waits
+   * for the other writer's transaction instead (busy timeout).
+   */
   tx<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    return this.db.transaction(fn).immediate();
   }
 
   count(): number {
@@ -106,16 +125,21 @@ export class IndexStore {
   }
 
   private removeTreeNow(vpath: string): void {
-    if (segments(vpath).length > 0) this.deleteRowStmt.run(parent(vpath), basename(vpath));
+    if (segments(vpath).length > 0) this.deleteRow(vpath);
     const b = below(vpath);
     this.db.prepare(`DELETE FROM entries WHERE ${b.sql}`).run(...b.params);
+  }
+
+  private deleteRow(vpath: string): void {
+    const name = basename(vpath);
+    this.deleteRowStmt.run(parent(vpath), fold(name), name);
   }
 
   /** The subtree at `from` now lives at `to` (whatever was indexed at `to` is replaced). */
   moveTree(from: string, to: string, top: IndexRow): void {
     this.tx(() => {
       this.removeTreeNow(to);
-      this.deleteRowStmt.run(parent(from), basename(from));
+      this.deleteRow(from);
       this.indexNew(() => this.upsertStmt.run(top.parent, top.name, fold(top.name), top.isDir ? 1 : 0, top.isDir ? 0 : top.size));
       const b = below(from);
       this.db.prepare(`UPDATE entries SET parent = ? || substr(parent, ?) WHERE ${b.sql}`).run(to, chars(from) + 1, ...b.params);
@@ -150,7 +174,7 @@ export class IndexStore {
   /** Drop every row (recreating the tables is far faster than deleting a million rows one by one). */
   clear(): void {
     this.tx(() => {
-      this.db.exec(`DROP TRIGGER IF EXISTS entries_ai; DROP TRIGGER IF EXISTS entries_ad; DROP TRIGGER IF EXISTS entries_au;
+      this.db.exec(`DROP TRIGGER IF EXISTS entries_ad; DROP TRIGGER IF EXISTS entries_au;
                     DROP TABLE IF EXISTS names_vocab; DROP TABLE IF EXISTS names; DELETE FROM entries;`);
       createSchema(this.db);
     });
@@ -173,10 +197,6 @@ export class IndexStore {
   /** Every folder the job still has to list, oldest first. */
   queued(): QueuedFolder[] {
     return this.db.prepare(`SELECT id, path, depth FROM queue ORDER BY id`).all() as QueuedFolder[];
-  }
-
-  dequeue(id: number): void {
-    this.dequeueStmt.run(id);
   }
 
   clearQueue(): void {

@@ -7,6 +7,7 @@ import pino from 'pino';
 import { PERM } from '../auth/principal.js';
 import { Settings } from '../settings/settings.js';
 import { ctx, makeCore, principal, type TestCore } from '../vfs/testing.js';
+import type { Vfs } from '../vfs/vfs.js';
 import { SearchService } from './service.js';
 
 export const ADMIN = ctx(principal(0x3fff));
@@ -17,8 +18,8 @@ export interface SearchRig {
   core: TestCore;
   settings: Settings;
   service: SearchService;
-  /** A fresh service on the same data dir (the old one must be closed first). */
-  restart(): SearchService;
+  /** A fresh service on the same data dir (the old one must be closed first), optionally over another VFS view. */
+  restart(vfs?: Vfs): SearchService;
   cleanup(): Promise<void>;
 }
 
@@ -26,20 +27,52 @@ export async function makeRig(values: Record<string, string> = {}): Promise<Sear
   const core = await makeCore();
   const settings = await Settings.load(core.store, 'test');
   await settings.save({ search_index: 'database', ...values });
-  const make = () => {
-    const s = new SearchService({ dataDir: core.dir, settings, vfs: core.vfs, mounts: core.mounts, rules: core.rules, log: pino({ level: 'silent' }), syncMs: 100 });
+  const make = (vfs: Vfs = core.vfs) => {
+    const s = new SearchService({ dataDir: core.dir, settings, vfs, mounts: core.mounts, rules: core.rules, log: pino({ level: 'silent' }), syncMs: 100 });
     s.start();
     return s;
   };
   const rig: SearchRig = {
     core, settings, service: make(),
-    restart: () => (rig.service = make()),
+    restart: (vfs) => (rig.service = make(vfs)),
     cleanup: async () => {
       await rig.service.close();
       await core.cleanup();
     },
   };
   return rig;
+}
+
+/**
+ * The VFS with the listing of `path` held until `open()` (or until the caller's signal aborts, as a
+ * paused build's does): a build can then be caught half done.
+ */
+export function gatedVfs(vfs: Vfs, path: string): { vfs: Vfs; open: () => void } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const list: Vfs['list'] = async (c, p, o) => {
+    if (p === path) {
+      await new Promise<void>((resolve, reject) => {
+        void gate.then(resolve);
+        if (c.signal?.aborted) reject(new Error('aborted'));
+        c.signal?.addEventListener('abort', () => reject(new Error('aborted')));
+      });
+    }
+    return vfs.list(c, p, o);
+  };
+  const view = new Proxy(vfs, {
+    get: (t, k) => (k === 'list' ? list : typeof Reflect.get(t, k) === 'function' ? (Reflect.get(t, k) as (...a: unknown[]) => unknown).bind(t) : Reflect.get(t, k)),
+  });
+  return { vfs: view, open };
+}
+
+/** Poll until `cond` holds (bounded). */
+export async function until(cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /** Poll until the build job is over (bounded). */

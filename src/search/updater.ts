@@ -36,6 +36,8 @@ export class IndexUpdater {
 
   onVfsChange(c: VfsChange): void {
     if (this.closed) return;
+    // Every listing is reported, the build job's own too: decide before taking the write lock.
+    if (c.kind === 'listed' && (!this.settings.bool('auto_update_index') || this.builder.running)) return;
     try {
       // One transaction per change (ensureFolders + upsert would otherwise be two commits).
       this.store.tx(() => this.apply(c));
@@ -67,7 +69,6 @@ export class IndexUpdater {
         else store.copyTree(c.vpath, c.to, rowOf(c.entry));
         return;
       case 'listed': {
-        if (!this.settings.bool('auto_update_index') || this.builder.running) return;
         if (segments(c.vpath).length > 0 && !scope.accepts(c.vpath)) return;
         const ignore = scope.ignorePaths();
         store.replaceChildren(c.vpath, c.entries.filter((e) => scope.accepts(e.vpath, { ignore })).map(rowOf));
