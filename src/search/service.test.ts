@@ -195,6 +195,20 @@ describe('staying current', () => {
     expect(await find('renamed')).toEqual(['/m/copied/deep/renamed.bin']);
   });
 
+  it('a deleted storage leaves the index, a storage mounted inside its path stays', async () => {
+    const { core } = rig;
+    const inner = await core.storages.create(storage('/m/a/inner'));
+    await core.vfs.put(ADMIN, '/m/a/inner/report six.txt', body('x'));
+    expect(await find('report six')).toEqual(['/m/a/inner/report six.txt']);
+    const m = core.mounts.all().find((x) => x.record.mount_path === '/m')!;
+    await core.storages.delete(m.record.id);
+    expect(await find('report')).toEqual(['/n/report five.txt', '/m/a/inner/report six.txt']);
+    expect(await find('inner', ADMIN, '/', 1)).toEqual(['/m/a/inner']);
+    await core.storages.delete(inner.record.id);
+    expect(await find('report')).toEqual(['/n/report five.txt']);
+    expect(await find('a', ADMIN, '/m', 1)).toEqual([]);
+  });
+
   it('with auto_update_index, a listing refreshes what the index knows of that folder', async () => {
     const m = rig.core.mounts.all().find((x) => x.record.mount_path === '/m')!;
     const d = m.driver!;

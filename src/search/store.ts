@@ -4,7 +4,7 @@
  * Paths are absolute virtual paths; callers decide *what* belongs in the index (scope.ts).
  */
 import type { Statement } from 'better-sqlite3';
-import { basename, parent, segments } from '../paths.js';
+import { basename, isWithin, parent, segments } from '../paths.js';
 import { createSchema, openIndexDb, type Db } from './schema.js';
 import { fold } from './text.js';
 
@@ -122,6 +122,40 @@ export class IndexStore {
   /** Remove the row at `vpath` and everything below it. */
   removeTree(vpath: string): void {
     this.tx(() => this.removeTreeNow(vpath));
+  }
+
+  /**
+   * removeTree, but what lies under any of `keep` stays, with the folders leading to it (a storage
+   * deleted from the tree while others are mounted inside its path).
+   */
+  removeTreeExcept(vpath: string, keep: readonly string[]): void {
+    this.tx(() => {
+      this.removeTreeKeeping(vpath, keep);
+      // Folders above that only led to this storage (no storage holds or lies below them) go too.
+      for (let p = parent(vpath); segments(p).length > 0; p = parent(p)) {
+        if (keep.some((k) => isWithin(k, p) || isWithin(p, k))) break;
+        this.deleteRow(p);
+      }
+    });
+  }
+
+  private removeTreeKeeping(vpath: string, keep: readonly string[]): void {
+    const inner = keep.filter((k) => k !== vpath && isWithin(vpath, k));
+    if (!inner.length) return this.removeTreeNow(vpath);
+    const where = [below(vpath)];
+    const params: string[] = [...where[0]!.params];
+    let sql = `DELETE FROM entries WHERE ${where[0]!.sql}`;
+    for (const k of inner) {
+      const b = below(k);
+      sql += ` AND NOT ${b.sql}`;
+      params.push(...b.params);
+      // The folders from vpath down to k (k included) are still there, as the way to k.
+      for (let p = k; p !== vpath; p = parent(p)) {
+        sql += ' AND NOT (parent = ? AND name = ?)';
+        params.push(parent(p), basename(p));
+      }
+    }
+    this.db.prepare(sql).run(...params);
   }
 
   private removeTreeNow(vpath: string): void {

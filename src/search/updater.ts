@@ -68,6 +68,9 @@ export class IndexUpdater {
         if (c.kind === 'move') store.moveTree(c.vpath, c.to, rowOf(c.entry));
         else store.copyTree(c.vpath, c.to, rowOf(c.entry));
         return;
+      case 'unmounted':
+        store.removeTreeExcept(c.vpath, c.mounts);
+        return;
       case 'listed': {
         if (segments(c.vpath).length > 0 && !scope.accepts(c.vpath)) return;
         const ignore = scope.ignorePaths();

@@ -60,6 +60,7 @@ export function createVfsCore(opts: VfsCoreOptions): VfsCore {
   // `treegate admin …` or another process may edit the store file: derived caches must follow.
   const unsubscribe = opts.store.onExternalChange(() => rules.invalidate());
   const vfs = new Vfs({ mounts, rules, cache });
+  storages.changes = vfs.changes;
   return {
     registry, mounts, cache, storages, metas, rules, vfs, instanceId,
     closeVfs: async () => {

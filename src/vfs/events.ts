@@ -7,7 +7,9 @@
  * - `remove`: `vpath` and everything below it are gone;
  * - `move`, `copy`: `vpath` (and its subtree) now also/instead lives at `to`; `entry` is the target;
  * - `listed`: a folder was listed and these are *all* its children as the storage reports them
- *   (before hide rules, mount points included), so a mirror can refresh what it knows.
+ *   (before hide rules, mount points included), so a mirror can refresh what it knows;
+ * - `unmounted`: the storage at `vpath` was deleted: its entries are gone, except what lies under
+ *   the other storages' mount paths `mounts` (a storage may be mounted inside another's path).
  *
  * Listeners run synchronously inside the VFS call and must be cheap and must not throw (a throwing
  * listener is isolated so that it can never fail the operation that emitted the event).
@@ -18,7 +20,8 @@ export type VfsChange =
   | { kind: 'put' | 'mkdir'; vpath: string; entry: Entry }
   | { kind: 'remove'; vpath: string }
   | { kind: 'move' | 'copy'; vpath: string; to: string; entry: Entry }
-  | { kind: 'listed'; vpath: string; entries: readonly Entry[] };
+  | { kind: 'listed'; vpath: string; entries: readonly Entry[] }
+  | { kind: 'unmounted'; vpath: string; mounts: readonly string[] };
 
 export type VfsChangeListener = (change: VfsChange) => void;
 

@@ -15,6 +15,7 @@ import { additionJson, parseOptions, type DriverRegistry } from '../../drivers/r
 import type { Store } from '../store/store.js';
 import type { StorageRecord } from '../store/types.js';
 import { STATUS_DISABLED, STATUS_WORK, type MountTable } from './mounts.js';
+import type { ChangeFeed } from './events.js';
 
 /** What create/update accept: a storage JSON as the admin page sends it (status/modified ignored). */
 export type StorageInput = Partial<Omit<StorageRecord, 'status' | 'modified'>> & { mount_path: string; driver: string };
@@ -30,6 +31,9 @@ const byOrderThenId = (a: StorageRecord, b: StorageRecord) => a.order - b.order 
 
 export class StorageService {
   private loadingCount = 0;
+
+  /** Where a deletion is announced (the VFS's change feed, set by the composition root). */
+  changes?: ChangeFeed;
 
   constructor(private readonly store: Store, private readonly mounts: MountTable, private readonly registry: DriverRegistry) {}
 
@@ -125,9 +129,12 @@ export class StorageService {
   }
 
   async delete(id: number): Promise<void> {
-    if (!(await this.store.storages.get(id))) throw new VfsError('NOT_FOUND', 'record not found');
+    const record = await this.store.storages.get(id);
+    if (!record) throw new VfsError('NOT_FOUND', 'record not found');
     await this.mounts.unmount(id);
     await this.store.storages.delete(id);
+    // Mirrors of the tree (the search index) drop what they hold of it.
+    this.changes?.emit({ kind: 'unmounted', vpath: record.mount_path, mounts: this.mounts.all().map((m) => m.record.mount_path) });
   }
 
   async enable(id: number): Promise<StorageChange> {
