@@ -9,8 +9,8 @@
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { VfsError } from '../errors.js';
-import { segments } from '../paths.js';
+import { isVfsError, VfsError } from '../errors.js';
+import { parent, segments } from '../paths.js';
 import type { Vfs } from '../vfs/vfs.js';
 import type { Entry } from '../vfs/types.js';
 import { indexerContext, rowOf, type IndexScope } from './scope.js';
@@ -101,6 +101,43 @@ export class IndexBuilder {
     return this.loop !== undefined;
   }
 
+  /** Paths removed (or moved away) through the VFS while a job runs, see replayRemovals. */
+  private removed = new Set<string>();
+  /**
+   * Targets of moves and copies made through the VFS while a job runs. The updater moves or copies
+   * the source's rows, but a source the job had not written yet has none: such targets are listed
+   * by a follow-up update job.
+   */
+  private arrived = new Set<string>();
+
+  /** The updater reports each removal; only a running job needs them. */
+  noteRemoved(vpath: string): void {
+    if (this.running) this.removed.add(vpath);
+  }
+
+  /** The updater reports each move or copy target; only a running job needs them. */
+  noteArrived(vpath: string): void {
+    if (this.running) this.arrived.add(vpath);
+  }
+
+  /**
+   * A folder listed before one of its entries was removed may reach the file after the updater
+   * deleted that entry's row (the batch was still on its way to the writer), bringing the row
+   * back. Once the job's writes have settled, every path removed meanwhile that is still gone is
+   * removed again.
+   */
+  private async replayRemovals(): Promise<void> {
+    const paths = [...this.removed];
+    this.removed.clear();
+    for (const vpath of paths) {
+      try {
+        await this.vfs.stat(indexerContext(), vpath);
+      } catch (err) {
+        if (isVfsError(err, 'NOT_FOUND')) this.store.removeTree(vpath);
+      }
+    }
+  }
+
   progress(): IndexProgress {
     return this.store.getState<IndexProgress>('progress') ?? IDLE;
   }
@@ -179,6 +216,10 @@ export class IndexBuilder {
       .finally(() => {
         this.loop = undefined;
         this.abort = undefined;
+        const arrived = [...this.arrived].filter((p) => !this.arrived.has(parent(p)));
+        this.arrived.clear();
+        // A paused job resumes later and a stopped one was stopped on purpose: no follow-up then.
+        if (arrived.length && !this.halt) this.start({ kind: 'update', paths: arrived, maxDepth: job.maxDepth, ignore: job.ignore });
       });
   }
 
@@ -219,6 +260,7 @@ export class IndexBuilder {
         await Promise.allSettled(active);
         this.send(r, writer);
         await writer.settle();
+        await this.replayRemovals();
       }
     } finally {
       this.releaseWriter(writer);

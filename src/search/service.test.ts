@@ -153,6 +153,30 @@ describe('building', () => {
     checkFts();
   });
 
+  it('removals and moves during a build: what the build listed before they happened is not brought back or lost', async () => {
+    await rig.service.close();
+    const vfs = rig.core.vfs;
+    // The build lists /m/a, then (before the listing reaches the build) the file and a folder go.
+    const list: typeof vfs.list = async (c, p, o) => {
+      const listing = await vfs.list(c, p, o);
+      if (p === '/m/a') {
+        await vfs.remove(ADMIN, '/m/a/report one.txt');
+        await vfs.moveTo(ADMIN, '/m/a/b', '/m/b moved');
+      }
+      return listing;
+    };
+    const view = new Proxy(vfs, { get: (t, k) => (k === 'list' ? list : (Reflect.get(t, k) as unknown) instanceof Function ? (Reflect.get(t, k) as (...a: unknown[]) => unknown).bind(t) : Reflect.get(t, k)) });
+    const s = rig.restart(view);
+    s.clear();
+    s.build();
+    await built(s);
+    // The removed file and the moved folder's old paths are gone for good; the folder moved before
+    // the build had written it is listed by the follow-up job.
+    await until(() => !s.running);
+    expect(await find('report')).toEqual(['/n/report five.txt', '/m/pub/report four.txt', '/m/secret/report three.txt', '/m/b moved/report two.txt']);
+    checkFts();
+  });
+
   it('replaces an index file of an older format and rebuilds it', async () => {
     await rig.service.close();
     for (const suffix of ['', '-wal', '-shm']) rmSync(dbFile() + suffix, { force: true });

@@ -57,9 +57,12 @@ export class IndexUpdater {
         return;
       case 'remove':
         store.removeTree(c.vpath);
+        this.builder.noteRemoved(c.vpath);
         return;
       case 'move':
       case 'copy':
+        if (c.kind === 'move') this.builder.noteRemoved(c.vpath);
+        if (c.entry.isDir) this.builder.noteArrived(c.to);
         if (!scope.accepts(c.to)) {
           if (c.kind === 'move') store.removeTree(c.vpath);
           return;
