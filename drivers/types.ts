@@ -66,6 +66,12 @@ export interface PutArgs extends CallArgs {
   modified?: Date;
   hashes?: Record<string, string>;
   onProgress?(bytesWritten: number): void;
+  /**
+   * Optional, for speed: call it with a chunk of the body once nothing of the driver's references
+   * it any more (written to disk), and the uploader may reuse that memory for a later chunk. A
+   * driver that never calls it is correct too (chunks are then left to the garbage collector).
+   */
+  release?(chunk: Buffer): void;
 }
 
 /**

@@ -13,7 +13,7 @@
  * measured at 0.2-0.3 ms per PUT on a busy 2-CPU host — so the rare stall is the cheaper side.
  * Bigger bodies are streamed, so memory stays bounded whatever the size.
  */
-import { closeSync, createWriteStream, fstatSync, futimesSync, openSync, renameSync, rmSync, statSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, createWriteStream, fstatSync, futimesSync, openSync, renameSync, rmSync, statSync, writeSync, type Stats, type WriteStream } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { rename, rm, utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
@@ -91,6 +91,27 @@ function writeSmall(dirReal: string, target: string, data: Buffer[], args: PutAr
   }
 }
 
+/**
+ * Hand each chunk to `release` once the write stream has written it (its write callback: the bytes
+ * are in the file, and fs.WriteStream keeps no reference after it).
+ */
+function releaseWritten(file: WriteStream, release: (chunk: Buffer) => void): void {
+  type Cb = (err?: Error | null) => void;
+  const w = file as unknown as { _write(c: Buffer, e: BufferEncoding, cb: Cb): void; _writev(cs: Array<{ chunk: Buffer }>, cb: Cb): void };
+  const write = w._write.bind(file);
+  const writev = w._writev.bind(file);
+  w._write = (chunk, enc, cb) =>
+    write(chunk, enc, (err) => {
+      if (!err) release(chunk);
+      cb(err);
+    });
+  w._writev = (chunks, cb) =>
+    writev(chunks, (err) => {
+      if (!err) for (const c of chunks) release(c.chunk);
+      cb(err);
+    });
+}
+
 /** Stream `body` into a temp file in `dirReal`, then rename it to `target`. */
 async function writeStreamed(dirReal: string, target: string, body: Readable, args: PutArgs): Promise<Stats> {
   const temp = tempIn(dirReal);
@@ -102,8 +123,10 @@ async function writeStreamed(dirReal: string, target: string, body: Readable, ar
       cb(null, chunk);
     },
   });
+  const file = createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 });
+  if (args.release) releaseWritten(file, args.release);
   try {
-    await pipeline(body, counter, createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 }), { signal: args.signal });
+    await pipeline(body, counter, file, { signal: args.signal });
     checkSize(args, written);
     if (args.modified) await utimes(temp, args.modified, args.modified);
     await rename(temp, target);

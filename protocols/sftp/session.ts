@@ -16,6 +16,7 @@ import { STATUS, statusOf } from './errors.js';
 import { ADVERTISED, handleExtended } from './extended.js';
 import { advertiseExtensions, sendExitStatus, trySendData } from './openssh-ext.js';
 import { ReadHandle } from './read-handle.js';
+import { WritePool } from './write-pool.js';
 import { WriteHandle } from './write-handle.js';
 
 const { OPEN_MODE } = ssh2.utils.sftp;
@@ -55,7 +56,12 @@ export class SftpSession {
   private idle?: () => void;
   private ended = false;
 
+  /** Memory for WRITE packets, handed back by the driver once written (write-pool.ts). */
+  private readonly writePool = new WritePool();
+
   constructor(private readonly sftp: SFTPWrapper, private readonly d: SessionDeps) {
+    // Before advertiseExtensions, which wraps push for the INIT exchange and then restores this.
+    this.writePool.attach(sftp);
     advertiseExtensions(sftp, ADVERTISED);
     this.listen();
     sftp.on('end', () => void this.clientEof());
@@ -260,6 +266,7 @@ export class SftpSession {
       append: (flags & OPEN_MODE.APPEND) !== 0,
       seed: keep ? existing : undefined,
       tmpDir: this.d.tmpDir,
+      release: this.writePool.release,
     });
     // Registered before start() so a session ending meanwhile aborts this put too.
     const hid = this.addHandle(w);
@@ -324,6 +331,7 @@ export class SftpSession {
     if (this.ended) return;
     this.ended = true;
     this.abortOpenHandles();
+    this.writePool.clear();
     this.d.abort.abort();
   }
 }

@@ -37,6 +37,8 @@ export interface WriteOpenOptions {
   /** Start from the file's current bytes (OPEN without TRUNC over an existing non-empty file). */
   seed?: Entry;
   tmpDir: string;
+  /** Passed to vfs.put: body chunks the driver has written (their memory can be reused). */
+  release?(chunk: Buffer): void;
 }
 
 interface Spill {
@@ -105,7 +107,7 @@ export class WriteHandle {
       }
     }
     this.started = true;
-    this.put = this.vfs.put(this.ctx, this.path, this.body, { overwrite: this.opts.overwrite, onTarget: () => this.markReady() });
+    this.put = this.vfs.put(this.ctx, this.path, this.body, { overwrite: this.opts.overwrite, release: this.opts.release, onTarget: () => this.markReady() });
     this.put.catch((e: unknown) => this.fail(e));
     await Promise.race([this.ready, this.put.then(() => undefined, () => undefined)]);
     if (this.error) {

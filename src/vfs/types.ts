@@ -83,6 +83,8 @@ export interface PutOptions {
   overwrite?: boolean;
   hashes?: Record<string, string>;
   onProgress?(bytes: number): void;
+  /** Handed to the driver as PutArgs.release: body chunks it is done with (memory to reuse). */
+  release?(chunk: Buffer): void;
   /**
    * false: the parent folder must already exist; a missing parent, or a file in its place, fails
    * with NOT_A_DIR (path: the parent) instead of being created. Default true (`mkdir -p`). Lets

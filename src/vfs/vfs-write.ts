@@ -197,7 +197,7 @@ export class VfsWriter {
     const d = tree.driver(loc.mount);
     const made = await tree.call(() =>
       d.put!(dir, body, {
-        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, signal: ctx.signal,
+        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
       }),
     );
     tree.changed(loc.mount, loc.dpath);
