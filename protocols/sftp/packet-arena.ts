@@ -19,6 +19,7 @@
  */
 import type { Socket } from 'node:net';
 import type { Connection } from 'ssh2';
+import { allocatingFrom } from './alloc-from.js';
 
 /** Enough for several 255 KiB DATA replies in one tick (the SFTP server corks a tick's writes). */
 const ARENA_BYTES = 4 << 20;
@@ -67,13 +68,7 @@ function patchWriter(proto: WriterInternals): void {
     // Packets made during a key exchange are queued by ssh2 and sent later: never from the arena.
     if (!a || (p._kexinit !== undefined && !force)) return original.call(this, payloadSize, force);
     if (a.used && a.socket.writableLength === 0 && !p._queue?.length) a.used = 0;
-    const plain = Buffer.allocUnsafe;
-    Buffer.allocUnsafe = ((n: number) => take(a, n) ?? plain(n)) as typeof Buffer.allocUnsafe;
-    try {
-      return p._cipher.allocPacket(payloadSize);
-    } finally {
-      Buffer.allocUnsafe = plain;
-    }
+    return allocatingFrom((n) => take(a, n), () => p._cipher.allocPacket(payloadSize));
   };
 }
 

@@ -16,6 +16,7 @@
  * ssh2 1.17.0.
  */
 import type { SFTPWrapper } from 'ssh2';
+import { allocatingFrom } from './alloc-from.js';
 import { MAX_PACKET } from './openssh-ext.js';
 
 /** Packets above this size are joined in pool memory (smaller ones are cheap, or not WRITEs). */
@@ -35,16 +36,9 @@ export class WritePool {
     const s = sftp as unknown as { push?: (data: Buffer | null) => unknown };
     if (typeof s.push !== 'function') return false;
     const push = s.push;
-    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const pool = this;
     s.push = function (this: unknown, data: Buffer | null) {
-      const plain = Buffer.allocUnsafe;
-      Buffer.allocUnsafe = ((n: number) => (n > MIN_POOLED && n <= MAX_PACKET ? pool.take(n) : plain(n))) as typeof Buffer.allocUnsafe;
-      try {
-        return push.call(this, data);
-      } finally {
-        Buffer.allocUnsafe = plain;
-      }
+      return allocatingFrom((n) => (n > MIN_POOLED && n <= MAX_PACKET ? pool.take(n) : undefined), () => push.call(this, data));
     };
     return true;
   }
