@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * WebDAV benchmark (run by hand, not a test): treegate vs nginx's dav module vs `rclone serve
- * webdav` vs a bare node:http server doing only the same file work (bench/node-floor-dav.mjs: the
+ * webdav` vs a bare node:http server doing only the same file work (bench/servers/node-floor-dav.mjs: the
  * floor for any Node server), in one run on loopback, each serving its own copy of the same data.
  *
  *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000] [--rounds 3]
@@ -164,10 +164,10 @@ http {
   start('rclone', ['serve', 'webdav', rcRoot, '--addr', `127.0.0.1:${rcPort}`, '--user', USER, '--pass', PASS, '--config', '/dev/null']);
   await waitHttp(`http://127.0.0.1:${rcPort}/`);
 
-  // The floor: the least a node:http server must do for these cases (bench/node-floor-dav.mjs).
+  // The floor: the least a node:http server must do for these cases (bench/servers/node-floor-dav.mjs).
   const flRoot = shared;
   const flPort = await freePort();
-  start(process.execPath, [join(import.meta.dirname, 'node-floor-dav.mjs'), flRoot, String(flPort)]);
+  start(process.execPath, [join(import.meta.dirname, 'servers', 'node-floor-dav.mjs'), flRoot, String(flPort)]);
   await waitHttp(`http://127.0.0.1:${flPort}/big.bin`);
 
   const servers = [

@@ -6,8 +6,9 @@
  * to a temp file and renames it into place, small bodies written synchronously as treegate does;
  * MKCOL makes a folder; PROPFIND lists a folder as a minimal multistatus (names and sizes only).
  * It shows how much of a gap to nginx (C, sendfile) is Node's own, and how much is treegate's.
+ * (In bench/servers/, which `npm run bench` does not run: it is started by bench/webdav.mjs.)
  *
- *   node bench/node-floor-dav.mjs ROOT PORT
+ *   node bench/servers/node-floor-dav.mjs ROOT PORT
  */
 import { closeSync, createReadStream, createWriteStream, fstatSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, statSync, writeSync } from 'node:fs';
 import http from 'node:http';
