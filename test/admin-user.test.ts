@@ -1,7 +1,7 @@
 /** /api/admin/user/* against a real server (alist-compat §8). */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
-import { clearThrottle, createUser, expectLogsFree, startRest } from './auth-helpers.js';
+import { clearThrottle, createUser, serveForFile } from './auth-helpers.js';
 
 interface UserView { id: number; username: string; password: string; base_path: string; role: number; disabled: boolean; permission: number; sso_id: string }
 
@@ -9,15 +9,7 @@ let s: TestServer;
 let admin: string;
 const secrets: string[] = [];
 
-beforeAll(async () => {
-  s = await startRest();
-  admin = await s.login();
-  secrets.push(admin);
-});
-afterAll(async () => {
-  expectLogsFree(s, secrets);
-  await s.close();
-});
+serveForFile(secrets, (server, token) => ((s = server), (admin = token)));
 
 const post = <T = unknown>(path: string, body?: unknown, token = admin) => s.api<T>(path, { token, method: 'POST', body });
 const get = <T = unknown>(path: string, token = admin) => s.api<T>(path, { token });

@@ -1,12 +1,31 @@
 /** Helpers shared by the accounts/auth/settings tests (not a test file itself). */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
 
 /** A server without SFTP (these tests drive REST only), optionally on an existing data dir. */
 export function startRest(opts: { env?: Record<string, string>; dataDir?: string } = {}): Promise<TestServer> {
   return startTestServer({ ...opts, env: { TREEGATE_SFTP_ENABLE: 'false', ...opts.env } });
+}
+
+/**
+ * The file's server: started before its tests and logged in as admin (`ready` gets both), checked
+ * after them for secrets in its logs (`secrets`, the admin token added), then closed.
+ */
+export function serveForFile(secrets: string[], ready: (s: TestServer, adminToken: string) => void): void {
+  let server: TestServer | undefined;
+  beforeAll(async () => {
+    server = await startRest();
+    const token = await server.login();
+    secrets.push(token);
+    ready(server, token);
+  });
+  afterAll(async () => {
+    if (!server) return;
+    expectLogsFree(server, secrets);
+    await server.close();
+  });
 }
 
 /** Create a general user through the admin API and return its id. */

@@ -2,13 +2,13 @@
  * Login endpoints and the Authorization hook against a real server: AList's codes and messages,
  * every way a token dies, guest handling, the admin API token, role guards, throttling.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
-import { clearThrottle, createUser, expectLogsFree, jwtSecretOf, startRest } from './auth-helpers.js';
+import { clearThrottle, createUser, jwtSecretOf, serveForFile, startRest } from './auth-helpers.js';
 import { staticHash } from '../src/auth/passwords.js';
 
 const THROTTLED = 'Too many unsuccessful sign-in attempts have been made using an incorrect username or password, Try again later.';
@@ -17,15 +17,7 @@ let s: TestServer;
 let admin: string;
 const secrets: string[] = [ADMIN_PASSWORD];
 
-beforeAll(async () => {
-  s = await startRest();
-  admin = await s.login();
-  secrets.push(admin);
-});
-afterAll(async () => {
-  expectLogsFree(s, secrets);
-  await s.close();
-});
+serveForFile(secrets, (server, token) => ((s = server), (admin = token)));
 
 describe('login', () => {
   it('accepts a JSON body and returns a token that works', async () => {

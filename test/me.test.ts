@@ -1,22 +1,14 @@
 /** /api/me, profile updates and 2FA set-up and login, against a real server. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { authenticator } from 'otplib';
 import type { TestServer } from './harness.js';
-import { clearThrottle, createUser, expectLogsFree, startRest } from './auth-helpers.js';
+import { clearThrottle, createUser, serveForFile } from './auth-helpers.js';
 
 let s: TestServer;
 let admin: string;
 const secrets: string[] = [];
 
-beforeAll(async () => {
-  s = await startRest();
-  admin = await s.login();
-  secrets.push(admin);
-});
-afterAll(async () => {
-  expectLogsFree(s, secrets);
-  await s.close();
-});
+serveForFile(secrets, (server, token) => ((s = server), (admin = token)));
 
 /** A code for the next or previous 30 s step would also pass (skew 1); this one is for now. */
 const codeFor = (secret: string) => authenticator.generate(secret);
