@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream';
-import net from 'node:net';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseOptions } from '../options.js';
@@ -7,7 +6,7 @@ import { runConformance } from '../conformance/suite.js';
 import { codeOf, collect, names, NO_ARGS, rootObj } from '../conformance/helpers.js';
 import { openLink } from '../../src/vfs/link.js';
 import type { Driver, DriverDefinition } from '../types.js';
-import { cutProxy, freePort } from '../testing/process.js';
+import { cutProxy, freePort, initAgainstMuteServer } from '../testing/process.js';
 import { startVsftpd, type Vsftpd } from '../testing/vsftpd.js';
 import { ftpDefinition } from './index.js';
 import { parseListDate } from './list-date.js';
@@ -34,13 +33,9 @@ describe('FTP driver against vsftpd', () => {
     const missing = await def.create(optionsFor({ root_folder_path: '/nope' }), { log, dataDir: '/x' });
     await expect(missing.init(AbortSignal.timeout(10_000))).rejects.toThrow(/root folder \/nope not exists/);
     await missing.drop();
-    const silent = net.createServer(() => undefined);
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
-    const mute = await def.create(optionsFor({ address: `127.0.0.1:${(silent.address() as net.AddressInfo).port}` }), { log, dataDir: '/x' });
-    const t0 = Date.now();
-    expect(await codeOf(mute.init(AbortSignal.timeout(300)))).toBe('UPSTREAM');
-    expect(Date.now() - t0).toBeLessThan(3000);
-    silent.close();
+    const mute = await initAgainstMuteServer((port) => def.create(optionsFor({ address: `127.0.0.1:${port}` }), { log, dataDir: '/x' }), codeOf);
+    expect(mute.code).toBe('UPSTREAM');
+    expect(mute.ms).toBeLessThan(3000);
     expect(() => def.create(optionsFor({ encoding: 'EBCDIC-XX' }), { log, dataDir: '/x' })).toThrow(/unsupported encoding/);
   });
 

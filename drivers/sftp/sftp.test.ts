@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { mkdtemp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -8,7 +7,7 @@ import { parseOptions } from '../options.js';
 import { runConformance } from '../conformance/suite.js';
 import { codeOf, names, NO_ARGS, rootObj } from '../conformance/helpers.js';
 import type { Driver, DriverDefinition } from '../types.js';
-import { cutProxy, freePort } from '../testing/process.js';
+import { cutProxy, freePort, initAgainstMuteServer } from '../testing/process.js';
 import { startSshd, type Sshd } from '../testing/sshd.js';
 import { sftpDefinition } from './index.js';
 
@@ -52,15 +51,9 @@ describe('SFTP driver against OpenSSH sshd', () => {
     const missing = await def.create(optionsFor({ root_folder_path: join(sshd.dataDir, 'nope') }), { log, dataDir: '/x' });
     await expect(missing.init(AbortSignal.timeout(10_000))).rejects.toThrow(/root folder .* not exists/);
     await missing.drop();
-    // A server that accepts and never speaks: only the signal ends the wait.
-    const silent = net.createServer(() => undefined);
-    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
-    const mute = await def.create(optionsFor({ address: `127.0.0.1:${(silent.address() as net.AddressInfo).port}` }), { log, dataDir: '/x' });
-    const t0 = Date.now();
-    expect(await codeOf(mute.init(AbortSignal.timeout(300)))).toBe('UPSTREAM');
-    expect(Date.now() - t0).toBeLessThan(3000);
-    await mute.drop();
-    silent.close();
+    const mute = await initAgainstMuteServer((port) => def.create(optionsFor({ address: `127.0.0.1:${port}` }), { log, dataDir: '/x' }), codeOf);
+    expect(mute.code).toBe('UPSTREAM');
+    expect(mute.ms).toBeLessThan(3000);
   });
 
   it('uploads through a temporary name and leaves no temp files', async () => {

@@ -120,3 +120,30 @@ export async function cutProxy(target: number): Promise<CutProxy> {
     close: () => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }),
   };
 }
+
+interface Initialisable {
+  init(signal: AbortSignal): Promise<void>;
+  drop(): Promise<void>;
+}
+
+/**
+ * Run `init` against a server that accepts connections and never says a word, with a 300 ms signal:
+ * what it failed with (as codeOf reports it) and how long it took. Only the signal can end the wait.
+ */
+export async function initAgainstMuteServer(
+  create: (port: number) => Initialisable | Promise<Initialisable>,
+  codeOf: (p: Promise<unknown>) => Promise<string>,
+): Promise<{ code: string; ms: number }> {
+  const silent = net.createServer(() => undefined);
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  try {
+    const mute = await create((silent.address() as net.AddressInfo).port);
+    const t0 = Date.now();
+    const code = await codeOf(mute.init(AbortSignal.timeout(300)));
+    const ms = Date.now() - t0;
+    await mute.drop();
+    return { code, ms };
+  } finally {
+    silent.close();
+  }
+}
