@@ -7,7 +7,7 @@
  *  2. Send EXTENDED_REPLY packets (statvfs, limits): ssh2 has no server method for them.
  *  3. Send exit-status on the SFTP channel: ssh2's SFTP object (unlike Channel) has no exit(), and
  *     OpenSSH's scp (SFTP mode) reports failure without one.
- *  4. Send DATA replies framed straight from the read stream's chunks: ssh2's data() first copies the
+ *  4. Send DATA replies framed straight from the read buffer: ssh2's data() first copies the
  *     whole reply (up to 255 KiB) into one new buffer, and the allocation churn (GC was ~1/3 of the
  *     server's CPU on downloads) costs more than the copy.
  *
@@ -105,32 +105,34 @@ function sendWhenPossible(sftp: SFTPWrapper, pkt: Buffer, tries = 0): void {
 }
 
 /**
- * DATA reply for `chunks` (total bytes `total`), cut into channel packets of the peer's max packet size
- * the way ssh2's tryWritePayload does, but copying only the pieces that straddle chunk boundaries
- * (channelData copies each piece into its own SSH packet anyway). Only when ssh2's fast path would
+ * DATA reply carrying `data`, cut into channel packets of the peer's max packet size the way ssh2's
+ * tryWritePayload does, but without first joining header and data into one new buffer: only the
+ * packet where the 13-byte header meets the data is copied (channelData copies each piece into its
+ * own SSH packet anyway). Only when ssh2's fast path would
  * send at once (nothing queued, window for the whole reply), or, when ssh2 is already waiting for
  * window with its drain armed, by queueing the pieces behind what it holds (its drain frames any
  * buffer list), so ordering and flow control stay ssh2's. Returns false otherwise (the window is
  * short but not exhausted, or internals differ): the caller uses sftp.data().
  */
-export function trySendData(sftp: SFTPWrapper, reqId: number, chunks: Buffer[], total: number): boolean {
+export function trySendData(sftp: SFTPWrapper, reqId: number, data: Buffer): boolean {
   if (!supported(sftp)) return false;
   const s = internals(sftp);
   const out = s.outgoing;
   if (out.state !== 'open') return false;
   const head = Buffer.allocUnsafe(13);
+  const total = data.length;
   head.writeUInt32BE(9 + total, 0);
   head[4] = SSH_FXP_DATA;
   head.writeUInt32BE(reqId >>> 0, 5);
   head.writeUInt32BE(total, 9);
   if (s._waitWindow && typeof s._chunkcb === 'function') {
-    // Copies: the caller reuses its buffers as soon as this returns.
-    s._buffer.push(head, ...chunks.map((c) => Buffer.from(c)));
+    // A copy: the caller reuses its buffer as soon as this returns.
+    s._buffer.push(head, Buffer.from(data));
     return true;
   }
   if (s._buffer.length || s._waitWindow || out.window < head.length + total || out.packetSize < 64) return false;
   out.window -= head.length + total;
-  const segs = [head, ...chunks];
+  const segs = [head, data];
   let i = 0;
   let off = 0;
   for (let left = head.length + total; left > 0; ) {

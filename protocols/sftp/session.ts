@@ -138,7 +138,7 @@ export class SftpSession {
         if (!data) return void this.out().status(id, STATUS.EOF);
         // Both ways of sending copy the bytes into SSH packets before returning (or queue copies),
         // so the buffer goes back to the handle's pool at once.
-        if (!trySendData(this.out(), id, [data], data.length)) s.data(id, data);
+        if (!trySendData(this.out(), id, data)) s.data(id, data);
         r.release(data);
       }),
     );
