@@ -142,9 +142,9 @@ export class IndexStore {
   private removeTreeKeeping(vpath: string, keep: readonly string[]): void {
     const inner = keep.filter((k) => k !== vpath && isWithin(vpath, k));
     if (!inner.length) return this.removeTreeNow(vpath);
-    const where = [below(vpath)];
-    const params: string[] = [...where[0]!.params];
-    let sql = `DELETE FROM entries WHERE ${where[0]!.sql}`;
+    const all = below(vpath);
+    const params = [...all.params];
+    let sql = `DELETE FROM entries WHERE ${all.sql}`;
     for (const k of inner) {
       const b = below(k);
       sql += ` AND NOT ${b.sql}`;
