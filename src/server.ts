@@ -13,6 +13,7 @@ import { Accounts } from './auth/accounts.js';
 import { Tokens } from './auth/tokens.js';
 import { Settings } from './settings/settings.js';
 import { createVfsCore } from './vfs/create.js';
+import { sendfileAvailable } from './vfs/socket-sendfile.js';
 import { Tasks } from './tasks/tasks.js';
 import { SearchService } from './search/service.js';
 import { firstStart } from './bootstrap.js';
@@ -98,7 +99,14 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
 
   const http = { address: httpAddr.address, port: httpAddr.port };
   log.info(
-    { http: `${http.address}:${http.port}`, sftp: sftp ? `${sftp.address}:${sftp.port}` : 'off', webdav: dav ? DAV_PREFIX : 'off', version: VERSION },
+    {
+      http: `${http.address}:${http.port}`,
+      sftp: sftp ? `${sftp.address}:${sftp.port}` : 'off',
+      webdav: dav ? DAV_PREFIX : 'off',
+      // Whether local downloads go out by sendfile(2): says if the native addon was built.
+      sendfile: sendfileAvailable,
+      version: VERSION,
+    },
     `treegate ready: http://${http.address}:${http.port}` + (sftp ? ` sftp://${sftp.address}:${sftp.port}` : ''),
   );
 

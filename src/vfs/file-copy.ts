@@ -8,21 +8,39 @@
  * Here each buffer is reused once the write that carried it has called back, which for a socket
  * means the kernel has the bytes.
  *
+ * HTTP responses on plain TCP skip the buffers: sendfile(2) when the native addon is built
+ * (socket-sendfile.ts).
+ *
  * Only for destinations whose write callback means "done with this chunk" (sockets, HTTP
  * responses): a Transform or PassThrough may still hold the chunk after calling back.
  */
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
+import type { ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { FILE_HIGH_WATER_MARK } from './link.js';
+import { prematureClose, sendfileBody, sendfileSocket } from './socket-sendfile.js';
 
 /** Buffers in flight per copy: enough to keep the socket busy while the next read runs. */
 const SLOTS = 3;
 
-const prematureClose = () => Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
-
-/** Write bytes [start, end] of the file at `path` into `dest`, then end it. */
+/** Write bytes [start, end] of the file at `path` into `dest`, then end it; on failure `dest` is destroyed (as pipeline does). */
 export async function copyFileSpan(path: string, start: number, end: number, dest: Writable, signal?: AbortSignal): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    const socket = sendfileSocket(dest);
+    // An HTTP response on plain TCP: the kernel copies the file to the socket (socket-sendfile.ts).
+    if (socket) await sendfileBody(dest as ServerResponse, socket, fh.fd, start, end - start + 1, signal);
+    else await copyThroughBuffers(fh, start, end, dest, signal);
+  } catch (e) {
+    dest.destroy(); // the head may be out already: a cut body is the only honest answer left
+    throw e;
+  } finally {
+    await fh.close();
+  }
+}
+
+async function copyThroughBuffers(fh: FileHandle, start: number, end: number, dest: Writable, signal?: AbortSignal): Promise<void> {
   // Rejects as soon as the destination closes or fails: a write callback or 'drain' that will
   // never come must not leave the copy waiting.
   let unlisten = () => {};
@@ -33,7 +51,6 @@ export async function copyFileSpan(path: string, start: number, end: number, des
     unlisten = () => (dest.off('close', onClose), dest.off('error', reject));
   });
   stopped.catch(() => undefined);
-  const fh = await open(path, 'r');
   try {
     const bufs: Buffer[] = [];
     const writes: Array<Promise<void> | undefined> = [];
@@ -58,6 +75,5 @@ export async function copyFileSpan(path: string, start: number, end: number, des
     await finished(dest);
   } finally {
     unlisten();
-    await fh.close();
   }
 }
