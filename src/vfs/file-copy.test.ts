@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer as createHttpServer } from 'node:http';
+import { mkdtemp, rm, truncate, writeFile } from 'node:fs/promises';
+import { createServer as createHttpServer, type ServerResponse } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -139,6 +139,38 @@ describe('copyFileSpan over HTTP', () => {
       });
       expect(httpBodies(raw)[0]!.equals(DATA)).toBe(true);
       expect(await settled).toBe('ok');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('stops when the server drops the connection mid-body (as a shutdown does), and the client sees it close', async () => {
+    const big = join(dir, 'big.bin');
+    await writeFile(big, '');
+    await truncate(big, 64 << 20); // sparse; more than the socket buffers hold, so the send is still waiting
+    let response: ServerResponse | undefined;
+    const server = createHttpServer((req, res) => {
+      response = res;
+      res.writeHead(200, { 'Content-Length': 64 << 20 });
+      settle(copyFileSpan(big, 0, (64 << 20) - 1, res));
+    });
+    const port = await listen(server);
+    try {
+      const closed = new Promise<number>((resolve) => {
+        let got = 0;
+        const sock = connect(port, '127.0.0.1', () => sock.write(`GET / HTTP/1.1\r\nHost: x\r\n\r\n`));
+        sock.once('data', (c: Buffer) => {
+          got += c.length;
+          sock.pause(); // stop reading: the server's send now waits for room
+          setTimeout(() => response!.socket!.destroy(), 100);
+          setTimeout(() => sock.resume(), 200);
+        });
+        sock.on('data', (c: Buffer) => (got += c.length));
+        sock.on('error', () => undefined);
+        sock.on('close', () => resolve(got));
+      });
+      expect(await closed).toBeLessThan(64 << 20);
+      expect(await settled).toBe('ERR_STREAM_PREMATURE_CLOSE');
     } finally {
       server.close();
     }
