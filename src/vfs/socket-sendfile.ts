@@ -25,8 +25,8 @@ interface SendfileAddon {
   cancel(handle: object): void;
 }
 
-const ECANCELED = 125;
 const ENODATA = 61;
+/** The client hung up (EPIPE, ECONNRESET) or we stopped because the connection closed (ECANCELED). */
 const CLIENT_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECANCELED']);
 
 /** The addon, looked for beside the package root whether running from src/ or dist/src/. */
@@ -102,7 +102,7 @@ function transfer(socket: Socket, fd: number, offset: number, count: number, sig
       if (errno === 0) return resolve();
       if (errno === ENODATA) return reject(new Error(`file shrank while being read (${sent} of ${count} bytes sent)`));
       const name = getSystemErrorName(-errno);
-      if (CLIENT_GONE.has(name) || errno === ECANCELED) return reject(prematureClose());
+      if (CLIENT_GONE.has(name)) return reject(prematureClose());
       reject(Object.assign(new Error(`sendfile failed: ${name}`), { code: name }));
     });
     socket.once('close', stop);
