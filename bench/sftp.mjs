@@ -214,13 +214,13 @@ async function main() {
     if (!ONLY.test(label)) return;
     const row = { label };
     for (const s of servers) row[s.name] = Infinity;
-    // Alternate servers within each round so drift hits both alike.
     const perCase = await resetPeakRss(servers[0].pid);
     const cpu = {};
     for (const s of servers) cpu[s.name] = Infinity;
     for (let i = 0; i < REPEAT; i++) {
-      // Rotating order, and no dirty pages left by the case (or the setup) before: writeback of a
-      // 1 GiB file slows every write for seconds and would fall on whichever server runs next.
+      // Every repeat swaps which server goes first, so drift hits both alike, and each run starts
+      // with no dirty pages from the run or setup before: writeback of a 1 GiB file slows every
+      // write for seconds and would fall on whichever server came next.
       for (const s of i % 2 ? [...servers].reverse() : servers) {
         spawnSync('sync');
         const c0 = serverCpu(s.pid);
