@@ -16,6 +16,7 @@ import type { AccessContext } from '../../src/auth/principal.js';
 import { SftpAuth } from './auth.js';
 import { loadHostKeys } from './hostkeys.js';
 import { attachPacketArena } from './packet-arena.js';
+import { withReusedReads, type ReusedReads } from './reused-reads.js';
 import { SftpSession } from './session.js';
 
 const { Server } = ssh2;
@@ -96,12 +97,15 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const sockets = new Set<Socket>();
   /** Live sockets by remote address:port, how onClient (given only ssh2's info) finds its socket. */
   const byPeer = new Map<string, Socket>();
+  const readsOf = new WeakMap<Socket, ReusedReads>();
   const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
 
   const onClient = (client: Connection, ip: string, port: number | undefined) => {
     const socket = byPeer.get(peerKey(ip, port));
     const batch = socket ? batcher(socket) : undefined;
     if (socket && !attachPacketArena(client, socket)) log.debug('ssh2 internals differ: outgoing packets use ordinary buffers');
+    const reads = socket && readsOf.get(socket);
+    if (reads && !reads.attach(client)) log.debug('ssh2 internals differ: socket reads are copied');
     const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip);
     const sessions = new Set<SftpSession>();
     // One timer per connection: reset by auth steps and SFTP requests; an idle session is closed.
@@ -134,7 +138,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
           // One AccessContext per channel: its signal stops that channel's VFS calls when it ends.
           const abort = new AbortController();
           const ctx: AccessContext = { principal, protocol: 'sftp', ip, signal: abort.signal };
-          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch }));
+          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)) }));
         });
         session.on('shell', (accept) => refuseChannel(accept));
         session.on('exec', (accept) => refuseChannel(accept));
@@ -171,7 +175,12 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       if (!stopping.signal.aborted) log.error({ err }, 'generating the RSA host key failed; serving ed25519 only');
     },
   );
-  const tcp = createServer((socket) => {
+  /** Resolved when the last socket has closed (the net server no longer counts them: reused-reads.ts). */
+  let allClosed: (() => void) | undefined;
+  // Paused: withReusedReads moves the connection to a socket reading into a reused buffer.
+  const tcp = createServer({ pauseOnConnect: true }, (accepted) => {
+    const { socket, reads } = withReusedReads(accepted);
+    if (reads) readsOf.set(socket, reads);
     socket.setNoDelay(true);
     sockets.add(socket);
     const key = peerKey(socket.remoteAddress, socket.remotePort);
@@ -179,6 +188,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     socket.once('close', () => {
       sockets.delete(socket);
       if (byPeer.get(key) === socket) byPeer.delete(key);
+      if (sockets.size === 0) allClosed?.();
     });
     // ssh2 reads the banner from this config object when the socket is injected.
     ssh.conf.banner = bannerOf(core);
@@ -199,7 +209,8 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     address: addr.address,
     port: addr.port,
     close: async () => {
-      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      const listening = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      const closed = sockets.size ? new Promise<void>((resolve) => (allClosed = resolve)) : Promise.resolve();
       for (const s of sockets) s.end();
       const force = setTimeout(() => {
         for (const s of sockets) s.destroy();
@@ -209,7 +220,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       // abort it, and wait for a write already under way, so nothing touches DATA once we return.
       stopping.abort();
       await hostKeys.complete?.catch(() => undefined);
-      await closed;
+      await Promise.all([listening, closed]);
       clearTimeout(force);
     },
   };

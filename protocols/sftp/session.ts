@@ -42,6 +42,11 @@ export interface SessionDeps {
    * syscall per packet.
    */
   batch?(): void;
+  /**
+   * A copy of `data` when its bytes live in memory the connection reuses for its next socket read
+   * (reused-reads.ts); `data` itself otherwise. Applied to what outlives the request's event: WRITE data.
+   */
+  stable?(data: Buffer): Buffer;
 }
 
 /** Client paths are relative to the user's root: `.` and `` are `/`, `..` stops at `/`. */
@@ -146,7 +151,7 @@ export class SftpSession {
       this.run(id, async () => {
         const w = this.handle(h);
         if (w.kind !== 'write') throw new VfsError('INVALID', 'handle not open for writing');
-        await w.write(offset, data);
+        await w.write(offset, this.d.stable ? this.d.stable(data) : data);
         this.ok(id);
       }),
     );
