@@ -64,7 +64,12 @@ export class ReusedReads {
   stable<T>(v: T): T {
     if (v instanceof Uint8Array) return (this.holds(v) ? Buffer.from(v) : v) as T;
     if (v && typeof v === 'object' && !Array.isArray(v)) {
-      for (const [k, x] of Object.entries(v)) if (x instanceof Uint8Array && this.holds(x)) (v as Record<string, unknown>)[k] = Buffer.from(x);
+      // for-in, not Object.entries: this runs after every read, and allocates nothing this way.
+      const o = v as Record<string, unknown>;
+      for (const k in o) {
+        const x = o[k];
+        if (x instanceof Uint8Array && this.holds(x)) o[k] = Buffer.from(x);
+      }
     }
     return v;
   }
