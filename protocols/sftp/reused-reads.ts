@@ -47,13 +47,11 @@ interface ProtocolInternals {
 /** Messages whose payload goes straight to a synchronous parser (see 3 above). */
 const NOT_COPIED = new Set(['CHANNEL_DATA']);
 
-const poison = () => process.env.TREEGATE_DEBUG_POISON_READS === '1';
-
 export class ReusedReads {
   readonly buf = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
   /** Set by a successful attach; until then every read is handed over as a copy (Node's behaviour). */
   private proto?: ProtocolInternals;
-  private readonly poisoned = poison();
+  private readonly poisoned = process.env.TREEGATE_DEBUG_POISON_READS === '1';
 
   /** Whether `b` views this connection's read buffer (so it changes at the next read). */
   holds(b: Uint8Array): boolean {
@@ -85,7 +83,7 @@ export class ReusedReads {
     for (const [name, fn] of Object.entries(handlers)) {
       if (typeof fn !== 'function' || NOT_COPIED.has(name)) continue;
       // The first argument is the protocol itself, which detach() covers after the read.
-      handlers[name] = (proto: unknown, ...args: unknown[]) => (fn as (...a: unknown[]) => unknown)(proto, ...args.map((a) => this.stable(a)));
+      handlers[name] = (self: unknown, ...args: unknown[]) => (fn as (...a: unknown[]) => unknown)(self, ...args.map((a) => this.stable(a)));
     }
     this.proto = proto;
     return true;
