@@ -95,16 +95,14 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const idleMs = Math.max(1, config.sftp.idle_timeout) * 1000;
   const cfg: ServerConfig = { hostKeys: hostKeys.initial, ident: `treegate_${core.version}`, algorithms: ALGORITHMS, keepaliveInterval: 30_000, keepaliveCountMax: 4 };
   const sockets = new Set<Socket>();
-  /** Live sockets by remote address:port, how onClient (given only ssh2's info) finds its socket. */
-  const byPeer = new Map<string, Socket>();
-  const readsOf = new WeakMap<Socket, ReusedReads>();
+  /** Live sockets (and their read buffers) by remote address:port: how onClient, given only ssh2's info, finds them. */
+  const byPeer = new Map<string, { socket: Socket; reads?: ReusedReads }>();
   const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
 
   const onClient = (client: Connection, ip: string, port: number | undefined) => {
-    const socket = byPeer.get(peerKey(ip, port));
+    const { socket, reads } = byPeer.get(peerKey(ip, port)) ?? {};
     const batch = socket ? batcher(socket) : undefined;
     if (socket && !attachPacketArena(client, socket)) log.debug('ssh2 internals differ: outgoing packets use ordinary buffers');
-    const reads = socket && readsOf.get(socket);
     if (reads && !reads.attach(client)) log.debug('ssh2 internals differ: socket reads are copied');
     const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip);
     const sessions = new Set<SftpSession>();
@@ -179,15 +177,15 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   let allClosed: (() => void) | undefined;
   // Paused: withReusedReads moves the connection to a socket reading into a reused buffer.
   const tcp = createServer({ pauseOnConnect: true }, (accepted) => {
-    const { socket, reads } = withReusedReads(accepted);
-    if (reads) readsOf.set(socket, reads);
+    const peer = withReusedReads(accepted);
+    const { socket } = peer;
     socket.setNoDelay(true);
     sockets.add(socket);
     const key = peerKey(socket.remoteAddress, socket.remotePort);
-    byPeer.set(key, socket);
+    byPeer.set(key, peer);
     socket.once('close', () => {
       sockets.delete(socket);
-      if (byPeer.get(key) === socket) byPeer.delete(key);
+      if (byPeer.get(key) === peer) byPeer.delete(key);
       if (sockets.size === 0) allClosed?.();
     });
     // ssh2 reads the banner from this config object when the socket is injected.
