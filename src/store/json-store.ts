@@ -42,6 +42,8 @@ export class JsonStore implements Store {
   private chain: Promise<void> = Promise.resolve();
   private watcher: FSWatcher | undefined;
   private readonly listeners = new Set<() => void>();
+  /** Repo.revision(): bumped by each write to a collection, and for all of them by a reload. */
+  private readonly revisions: Record<Collection, number> = { users: 0, sshKeys: 0, metas: 0, storages: 0 };
   /** Stamped into every document we write, so the watcher can tell our writes from other processes'. */
   private readonly instanceId = randomUUID();
 
@@ -122,6 +124,7 @@ export class JsonStore implements Store {
       if (!next || next.writer === this.instanceId || fresh.lastText === previous) return;
       this.db.data = migrate(next);
       this.adapter.lastText = fresh.lastText;
+      for (const c of Object.keys(this.revisions) as Collection[]) this.revisions[c]++;
       for (const l of this.listeners) l();
     };
     this.watcher = watch(dirname(this.file), { persistent: false }, (_event, filename) => {
@@ -161,6 +164,7 @@ export class JsonStore implements Store {
         counters[name] = Math.max(counters[name] ?? 0, id);
         all.push(full);
         all.sort((a, b) => a.id - b.id);
+        this.revisions[name]++;
         await this.flush();
         return clone(full);
       },
@@ -171,6 +175,7 @@ export class JsonStore implements Store {
         const next = { ...all[i]!, ...clone(patch), id } as T;
         this.checkUnique(name, next as unknown as Record<string, unknown>);
         all[i] = next;
+        this.revisions[name]++;
         await this.flush();
         return clone(next);
       },
@@ -179,9 +184,11 @@ export class JsonStore implements Store {
         const i = all.findIndex((r) => r.id === id);
         if (i < 0) return false;
         all.splice(i, 1);
+        this.revisions[name]++;
         await this.flush();
         return true;
       },
+      revision: () => this.revisions[name],
     };
   }
 

@@ -21,6 +21,11 @@ export interface Repo<T extends { id: number }> {
   insert(rec: Omit<T, 'id'> & { id?: number }): Promise<T>;
   update(id: number, patch: Partial<Omit<T, 'id'>>): Promise<T>;
   delete(id: number): Promise<boolean>;
+  /**
+   * A number that changes whenever this collection may have changed (any write, and a reload after
+   * another process's write). Caches derived from the records compare it instead of re-reading them.
+   */
+  revision(): number;
 }
 
 export interface TaskRepo {
