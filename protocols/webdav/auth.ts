@@ -5,6 +5,7 @@
  * way around 2FA.
  */
 import type { IncomingMessage } from 'node:http';
+import type { LoginResult } from '../../src/auth/accounts.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { DavError } from './errors.js';
 import type { DavDeps } from './request.js';
@@ -22,10 +23,15 @@ export function parseBasic(header: string | undefined): { username: string; pass
   return { username: text.slice(0, i), password: text.slice(i + 1) };
 }
 
-export async function authenticate(deps: DavDeps, req: IncomingMessage, ip: string): Promise<Principal> {
+/** The request's principal; synchronous when the credential is in Accounts' cache (most requests). */
+export function authenticate(deps: DavDeps, req: IncomingMessage, ip: string): Principal | Promise<Principal> {
   const cred = parseBasic(req.headers.authorization);
   if (!cred) throw new DavError(401, 'authentication required');
-  const r = await deps.accounts.authenticateCached({ ...cred, ip, protocol: 'webdav', skipOtp: false });
+  const r = deps.accounts.authenticateCached({ ...cred, ip, protocol: 'webdav', skipOtp: false });
+  return r instanceof Promise ? r.then(principalOrThrow) : principalOrThrow(r);
+}
+
+function principalOrThrow(r: LoginResult): Principal {
   if (r.ok) return r.principal;
   switch (r.reason) {
     case 'throttled':

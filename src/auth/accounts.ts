@@ -20,7 +20,15 @@ export type LoginFailure =
   | 'disabled'
   | 'protocol_denied'; // the user lacks the protocol's login bit (WebDAV/SFTP)
 
-export type LoginResult = { ok: true; user: UserRecord; principal: Principal } | { ok: false; reason: LoginFailure };
+export type LoginSuccess = { ok: true; user: UserRecord; principal: Principal };
+export type LoginResult = LoginSuccess | { ok: false; reason: LoginFailure };
+
+/** A verified Basic credential: the login it gave, until when, and the users revision it was checked at. */
+interface VerifiedCredential {
+  until: number;
+  usersRevision: number;
+  result: LoginSuccess;
+}
 
 export interface LoginRequest {
   username: string;
@@ -63,8 +71,8 @@ export function checkTotp(secret: string, code: string): boolean {
 
 export class Accounts {
   readonly throttle = new LoginThrottle();
-  /** keyed digest of (username, password) → the user id and pwd_ts it was verified for. */
-  private readonly verified = new Map<string, { userId: number; pwdTs: number; until: number }>();
+  /** keyed digest of (protocol, username, password) → the login it gave. */
+  private readonly verified = new Map<string, VerifiedCredential>();
   private readonly cacheKey = randomBytes(32);
 
   constructor(private readonly store: Store) {
@@ -114,26 +122,41 @@ export class Accounts {
    * authenticate() for protocols that send the password on every request (WebDAV Basic): a verified
    * credential is remembered as a keyed digest for a short time and trusted only while the user's
    * pwd_ts is unchanged and the user still exists, is enabled and may use the protocol.
+   *
+   * A hit while no user record has changed since it was checked (the users collection's revision)
+   * answers at once, without a promise: it is on the path of every WebDAV request. After any change
+   * to users, the next request re-reads its user and checks it again.
    */
-  async authenticateCached(req: LoginRequest & { password: string }): Promise<LoginResult> {
+  authenticateCached(req: LoginRequest & { password: string }): LoginResult | Promise<LoginResult> {
     const key = createHmac('sha256', this.cacheKey).update(req.protocol).update('\0').update(req.username).update('\0').update(req.password).digest('base64');
     const hit = this.verified.get(key);
+    if (hit && hit.until > Date.now() && hit.usersRevision === this.store.users.revision()) return hit.result;
+    return this.recheckCached(key, hit, req);
+  }
+
+  private async recheckCached(key: string, hit: VerifiedCredential | undefined, req: LoginRequest & { password: string }): Promise<LoginResult> {
+    const usersRevision = this.store.users.revision();
     if (hit && hit.until > Date.now()) {
-      const user = await this.byId(hit.userId);
-      if (user && user.username === req.username && user.pwd_ts === hit.pwdTs) {
+      const user = await this.byId(hit.result.user.id);
+      if (user && user.username === req.username && user.pwd_ts === hit.result.user.pwd_ts) {
         const principal = principalOf(user);
         if (user.disabled) return { ok: false, reason: 'disabled' };
         if (!can.login(principal, req.protocol)) return { ok: false, reason: 'protocol_denied' };
-        return { ok: true, user, principal };
+        return this.remember(key, { ok: true, user, principal }, usersRevision, hit.until);
       }
       this.verified.delete(key);
     }
     const r = await this.authenticate(req);
-    if (r.ok) {
-      if (this.verified.size > 10_000) this.verified.clear();
-      this.verified.set(key, { userId: r.user.id, pwdTs: r.user.pwd_ts, until: Date.now() + CREDENTIAL_TTL_MS });
-    }
-    return r;
+    if (!r.ok) return r;
+    if (this.verified.size > 10_000) this.verified.clear();
+    return this.remember(key, r, usersRevision, Date.now() + CREDENTIAL_TTL_MS);
+  }
+
+  /** Cache a successful result; it is frozen because every hit hands out the same objects. */
+  private remember(key: string, r: LoginSuccess, usersRevision: number, until: number): LoginSuccess {
+    const result: LoginSuccess = Object.freeze({ ok: true, user: Object.freeze(r.user), principal: Object.freeze(r.principal) });
+    this.verified.set(key, { until, usersRevision, result });
+    return result;
   }
 
   /** Set a user's password: new salt, scrypt over the static hash, new pwd_ts (kills its tokens). */
