@@ -1,6 +1,10 @@
 /**
  * The root logger (pino, JSON lines on stdout). Secrets are redacted by key wherever they appear, so
  * a careless `log.info({ body })` still cannot print a password, token or key.
+ *
+ * Lines go out in batches: once 4 KiB are waiting, every FLUSH_MS, on `log.flush()` and at exit
+ * (pino flushes its destination synchronously then). Writing each line on its own cost a thread-pool
+ * write per line: with one access-log line per WebDAV request, about 40 µs of CPU per small PUT.
  */
 import pino, { type Logger } from 'pino';
 
@@ -10,8 +14,12 @@ export const REDACT_PATHS = [
   'jwt_secret', '*.jwt_secret',
 ];
 
+/** The longest a logged line waits in the buffer (a crash loses at most this much; exits lose none). */
+const FLUSH_MS = 250;
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { app: 'treegate' } }, destination);
+  const dest = destination ?? pino.destination({ dest: 1, minLength: 4096, periodicFlush: FLUSH_MS });
+  return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { app: 'treegate' } }, dest);
 }
 
 export type { Logger };

@@ -109,6 +109,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
     },
     `treegate ready: http://${http.address}:${http.port}` + (sftp ? ` sftp://${sftp.address}:${sftp.port}` : ''),
   );
+  log.flush(); // whoever started us waits for this line
 
   let closing: Promise<void> | undefined;
   const close = () =>

@@ -1,0 +1,39 @@
+/**
+ * The root logger batches its lines (log.ts). A line must still come out while the process idles
+ * (the periodic flush), and none may be lost when the process exits right after logging.
+ * Runs the built logger (dist/, made by `npm test`'s pretest build) in a child process, as the
+ * server runs it: with stdout a pipe.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const BUILT = fileURLToPath(new URL('../dist/src/log.js', import.meta.url));
+
+function child(script: string): { output: () => string; exited: Promise<number | null>; kill: () => void } {
+  if (!existsSync(BUILT)) throw new Error(`${BUILT} is missing: run npm run build`);
+  const code = `import { createLogger } from ${JSON.stringify(BUILT)}; const log = createLogger('info'); ${script}`;
+  const c = spawn(process.execPath, ['--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  c.stdout.on('data', (d) => (out += d));
+  return { output: () => out, exited: new Promise((r) => c.on('exit', r)), kill: () => c.kill('SIGKILL') };
+}
+
+describe('batched log lines', () => {
+  it('come out while the process idles', async () => {
+    const c = child(`log.info('idle line'); setTimeout(() => {}, 60_000);`);
+    try {
+      await expect.poll(() => c.output(), { timeout: 10_000 }).toContain('idle line');
+    } finally {
+      c.kill();
+    }
+  });
+
+  it('are all written when the process exits right after logging', async () => {
+    const c = child(`for (let i = 0; i < 500; i++) log.info({ i }, 'burst'); process.exit(0);`);
+    expect(await c.exited).toBe(0);
+    const lines = c.output().trim().split('\n').map((l) => JSON.parse(l) as { i: number });
+    expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 500 }, (_, i) => i));
+  });
+});
