@@ -15,8 +15,35 @@ import { VfsError } from '../../src/errors.js';
 import { segments } from '../../src/paths.js';
 
 export class HostPaths {
+  /**
+   * Real paths of folders (lexical host path → real path) found in the current turn of the event
+   * loop. One VFS operation looks at the same folders several times within one turn (an upload: its
+   * folder, the target in it, then the driver's own checks), and each realpath costs a readlink per
+   * path component. The memo is emptied before the next turn, so it never outlives the operation
+   * that filled it: a link swapped in afterwards is seen by the next one.
+   */
+  private readonly turn = new Map<string, string>();
+  private turnClearing = false;
+
   /** `root` must be absolute; `realRoot` its realpath (set by the driver's init). */
   constructor(readonly root: string, private readonly realRoot: string) {}
+
+  private remember(host: string, real: string): void {
+    if (!this.turnClearing) {
+      this.turnClearing = true;
+      setImmediate(() => {
+        this.turn.clear();
+        this.turnClearing = false;
+      });
+    }
+    this.turn.set(host, real);
+  }
+
+  private dirRealpath(dir: string): string {
+    let real = this.turn.get(dir);
+    if (real === undefined) this.remember(dir, (real = realpathSync.native(dir)));
+    return real;
+  }
 
   /** The lexical host path of a driver path (no file system access, no symlink check). */
   lexical(dpath: string): string {
@@ -64,10 +91,12 @@ export class HostPaths {
     // target): then the real path is the folder's realpath plus the name, found without an ENOENT
     // exception. Anything else (a link, a missing folder, a file in the way) takes the full walk.
     try {
-      const dirReal = realpathSync.native(nodePath.dirname(host));
+      const dirReal = this.dirRealpath(nodePath.dirname(host));
       if (this.inside(dirReal)) {
         const real = nodePath.join(dirReal, nodePath.basename(host));
         const stats = lstatSync(real, { throwIfNoEntry: false });
+        // A folder that is not a link: its real path is known now, for lookups inside it.
+        if (stats?.isDirectory()) this.remember(host, real);
         if (!stats?.isSymbolicLink()) return { real, stats };
       }
     } catch {

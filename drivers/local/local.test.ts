@@ -63,6 +63,21 @@ describe('Local driver specifics', () => {
     expect((await stat(join(outside, 'secret.txt'))).mtimeMs).toBeGreaterThan(0);
   });
 
+  it('sees a folder swapped for a link out of the root by the next operation', async () => {
+    // Folder realpaths are remembered within one turn of the event loop (host-path.ts), never longer.
+    await mkdir(join(root, 'box'));
+    const d = await make();
+    expect((await d.get('/box', NO_ARGS)).isDir).toBe(true);
+    expect(await codeOf(d.get('/box/secret.txt', NO_ARGS))).toBe('NOT_FOUND');
+    await new Promise((r) => setImmediate(r));
+    await rm(join(root, 'box'), { recursive: true });
+    await symlink(outside, join(root, 'box'));
+    expect(await codeOf(d.get('/box/secret.txt', NO_ARGS))).toBe('FORBIDDEN');
+    const box = { name: 'box', path: '/box', size: 0, isDir: true, modified: new Date() };
+    expect(await codeOf(d.put(box, Readable.from([Buffer.from('x')]), { name: 'planted' }))).toBe('FORBIDDEN');
+    expect(await readdir(outside)).toEqual(['secret.txt']);
+  });
+
   it('follows symlinks that stay inside the root', async () => {
     await mkdir(join(root, 'real'));
     await writeFile(join(root, 'real', 'f'), 'inside');

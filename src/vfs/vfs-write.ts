@@ -189,10 +189,13 @@ export class VfsWriter {
     requireCap(loc.mount.capabilities, 'canPut');
     const tree = this.vfs.tree;
     const args = this.vfs.args(ctx);
+    // Without `parents` the folder is looked up first: a driver that resolves paths (Local) then
+    // finds the target inside a folder it has just resolved.
+    const folder = opts.parents === false ? await this.existingDir(loc, args) : undefined;
     const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
     if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
     if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: vpath });
-    const dir = opts.parents === false ? await this.existingDir(loc, args) : await tree.ensureDir(loc.mount, parent(loc.dpath), args);
+    const dir = folder ?? (await tree.ensureDir(loc.mount, parent(loc.dpath), args));
     opts.onTarget?.(existing !== undefined);
     const d = tree.driver(loc.mount);
     const made = await tree.call(() =>
