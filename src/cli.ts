@@ -105,17 +105,22 @@ async function main(argv: string[]): Promise<number> {
   }
   if (cmd === 'server') {
     const { startServer } = await import('./server.js');
+    // Signals are caught before the ready line goes out: whoever started us may stop us the moment
+    // it reads that line. One that comes during start-up stops the server once it is up.
+    let early: string | undefined;
+    let onSignal = (signal: string) => void (early ??= signal);
+    process.once('SIGTERM', () => onSignal('SIGTERM'));
+    process.once('SIGINT', () => onSignal('SIGINT'));
     const running = await startServer(flags);
     await new Promise<void>((resolve) => {
-      const stop = (signal: string) => {
+      onSignal = (signal: string) => {
         running.core.log.info({ signal }, 'stopping');
         running.close().then(resolve, (err: unknown) => {
           running.core.log.error({ err }, 'error while stopping');
           resolve();
         });
       };
-      process.once('SIGTERM', () => stop('SIGTERM'));
-      process.once('SIGINT', () => stop('SIGINT'));
+      if (early) onSignal(early);
     });
     return 0;
   }
