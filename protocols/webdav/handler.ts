@@ -79,6 +79,9 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
   const locks = new LockManager(deps.kv);
   const props = new DeadProps(deps.kv);
   const inflight = new Set<Promise<void>>();
+  // Persisted locks and dead properties load once; only requests before that wait for it.
+  let loaded = false;
+  const load = () => Promise.all([locks.ready(), props.ready()]).then(() => void (loaded = true));
 
   async function serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const t0 = performance.now();
@@ -101,7 +104,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       user = principal.username;
       const fn = METHODS[method];
       if (!fn) throw new DavError(KNOWN_ELSEWHERE.has(method) ? 405 : 501, `${method} is not supported`);
-      await Promise.all([locks.ready(), props.ready()]);
+      if (!loaded) await load();
       await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal } });
     } catch (e) {
       fail(req, res, method, e);

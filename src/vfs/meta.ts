@@ -97,7 +97,8 @@ export class MetaRules {
   }
 
   private load(): Promise<Map<string, Rule>> {
-    this.rules ??= this.repo.list().then((all) => {
+    if (this.rules) return this.rules;
+    const p = (this.rules = this.repo.list().then((all) => {
       const m = new Map<string, Rule>();
       for (const meta of all) {
         let hide: RegExp[] = [];
@@ -109,9 +110,8 @@ export class MetaRules {
         m.set('/' + segments(meta.path).join('/'), { meta, hide });
       }
       return m;
-    });
-    const p = this.rules;
-    p.catch(() => { if (this.rules === p) this.rules = undefined; });
+    }));
+    p.catch(() => { if (this.rules === p) this.rules = undefined; }); // a failed load is retried
     return p;
   }
 
