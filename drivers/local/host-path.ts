@@ -23,19 +23,12 @@ export class HostPaths {
    * that filled it: a link swapped in afterwards is seen by the next one.
    */
   private readonly turn = new Map<string, string>();
-  private turnClearing = false;
 
   /** `root` must be absolute; `realRoot` its realpath (set by the driver's init). */
   constructor(readonly root: string, private readonly realRoot: string) {}
 
   private remember(host: string, real: string): void {
-    if (!this.turnClearing) {
-      this.turnClearing = true;
-      setImmediate(() => {
-        this.turn.clear();
-        this.turnClearing = false;
-      });
-    }
+    if (this.turn.size === 0) setImmediate(() => this.turn.clear()); // the first entry of this turn
     this.turn.set(host, real);
   }
 
