@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { accessLogger, createLogger } from './log.js';
 
 const BUILT = fileURLToPath(new URL('../dist/src/log.js', import.meta.url));
 
@@ -19,6 +20,30 @@ function child(script: string): { output: () => string; exited: Promise<number |
   c.stdout.on('data', (d) => (out += d));
   return { output: () => out, exited: new Promise((r) => c.on('exit', r)), kill: () => c.kill('SIGKILL') };
 }
+
+/** A logger writing into an array of parsed lines. */
+function capture(): { log: ReturnType<typeof createLogger>; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = createLogger('info', { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+  return { log, lines };
+}
+
+describe('redaction', () => {
+  it('hides secrets at the top level and one level down', () => {
+    const { log, lines } = capture();
+    log.info({ password: 'p1', body: { password: 'p2', token: 't' }, headers: { authorization: 'Basic x' }, user: 'ann' }, 'login');
+    expect(lines[0]).toMatchObject({ password: '[redacted]', body: { password: '[redacted]', token: '[redacted]' }, headers: { authorization: '[redacted]' }, user: 'ann' });
+  });
+
+  it('is skipped by access loggers only, which keep both bindings', () => {
+    const { log, lines } = capture();
+    const access = accessLogger(log.child({ proto: 'webdav' }), { kind: 'access' });
+    access.info({ method: 'PUT', path: '/a', status: 201, user: 'ann', key: 'not a secret here' }, 'webdav');
+    log.info({ key: 'k' }, 'after');
+    expect(lines[0]).toMatchObject({ app: 'treegate', proto: 'webdav', kind: 'access', method: 'PUT', path: '/a', status: 201, user: 'ann', key: 'not a secret here' });
+    expect(lines[1]).toMatchObject({ key: '[redacted]' });
+  });
+});
 
 describe('batched log lines', () => {
   it('come out while the process idles', async () => {

@@ -22,4 +22,13 @@ export function createLogger(level: string, destination?: pino.DestinationStream
   return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { app: 'treegate' } }, dest);
 }
 
+/**
+ * A child of `parent` for access lines, one per request, that skips the redaction walk. Only for
+ * lines whose fields are fixed and never secret (method, path, status, time, user, ids): with the
+ * wildcard paths above, redaction costs about 10 µs a line, several times the rest of the line.
+ */
+export function accessLogger(parent: Logger, bindings: pino.Bindings = {}): Logger {
+  return parent.child(bindings, { redact: [] });
+}
+
 export type { Logger };

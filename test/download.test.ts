@@ -43,7 +43,7 @@ describe('signs (sign_all on by default)', () => {
     expect(res.headers.get('content-disposition')).toBe(`attachment; filename="file.txt"; filename*=UTF-8''file.txt`);
     // Written past fastify's reply.send (sendTo), it still gets its one request log line.
     const line = ts.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.path === '/d/dl/file.txt');
-    expect(line).toMatchObject({ method: 'GET', status: 200 });
+    expect(line).toMatchObject({ method: 'GET', status: 200, proto: 'rest', reqId: expect.any(String) });
   });
 
   it('the sign handed out by fs/list works on /d and /p', async () => {

@@ -6,6 +6,7 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest, type FastifyServerFactory } from 'fastify';
 import { parse as parseQuery } from 'node:querystring';
 import type { Core } from '../../src/core.js';
+import { accessLogger } from '../../src/log.js';
 import type { AccessContext, Principal } from '../../src/auth/principal.js';
 import type { UserRecord } from '../../src/store/types.js';
 import { errorHandler } from './envelope.js';
@@ -50,8 +51,9 @@ export interface RestAppOptions {
 
 export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promise<FastifyInstance> {
   const proxies = core.config.trusted_proxies;
+  const log = core.log.child({ proto: 'rest' });
   const app = Fastify({
-    loggerInstance: core.log.child({ proto: 'rest' }) as FastifyBaseLogger,
+    loggerInstance: log as FastifyBaseLogger,
     // One line per request is logged by our onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: core.config.max_json_body,
@@ -83,9 +85,10 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
     }
   });
 
+  const access = accessLogger(log);
   app.addHook('onResponse', async (req, reply) => {
-    req.log.info(
-      { method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime), user: req.user?.username ?? '' },
+    access.info(
+      { reqId: req.id, method: req.method, path: req.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime), user: req.user?.username ?? '' },
       'request',
     );
   });

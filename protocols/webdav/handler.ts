@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Core } from '../../src/core.js';
+import { accessLogger } from '../../src/log.js';
 import { INSTANCE_HEADER } from '../../drivers/types.js';
 import { authenticate, CHALLENGE } from './auth.js';
 import { DeadProps } from './dead-props.js';
@@ -79,6 +80,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
   const locks = new LockManager(deps.kv);
   const props = new DeadProps(deps.kv);
   const inflight = new Set<Promise<void>>();
+  const access = accessLogger(deps.log);
   // Persisted locks and dead properties load once; only requests before that wait for it.
   let loaded = false;
   const load = () => Promise.all([locks.ready(), props.ready()]).then(() => void (loaded = true));
@@ -92,7 +94,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
     res.once('close', () => {
       if (!res.writableFinished) abort.abort(); // the client went away: stop the VFS work
       const ms = Math.round((performance.now() - t0) * 10) / 10;
-      deps.log.info({ method, path, status: res.statusCode, ms, user, ...(res.writableFinished ? {} : { aborted: true }) }, 'webdav');
+      access.info({ method, path, status: res.statusCode, ms, user, ...(res.writableFinished ? {} : { aborted: true }) }, 'webdav');
     });
     try {
       const p = userPathOf(req.url ?? '/');
