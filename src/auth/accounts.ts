@@ -3,7 +3,7 @@
  * protocol. REST, WebDAV and SFTP call `authenticate` (or the cached variant for per-request Basic
  * auth) and map the result's `reason` to their own wire answer.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { authenticator } from 'otplib';
 import type { Store } from '../store/store.js';
 import type { UserRecord } from '../store/types.js';
@@ -69,11 +69,24 @@ export function checkTotp(secret: string, code: string): boolean {
   return totp.check(code, secret);
 }
 
+/**
+ * SHA-256 (base64) of a string, one-shot where Node has crypto.hash (20.12+).
+ *
+ * The credential cache's key is this digest over a random secret followed by the credential, not an
+ * HMAC: the digest never leaves the process, so the length extension an HMAC guards against cannot
+ * be used, and a forged hit would still need a SHA-256 second preimage. It is computed on every
+ * WebDAV request, where createHmac measured about 12 µs against 4 µs for the one-shot hash.
+ */
+const sha256: (data: string) => string =
+  typeof crypto.hash === 'function'
+    ? (data) => crypto.hash('sha256', data, 'base64')
+    : (data) => crypto.createHash('sha256').update(data).digest('base64');
+
 export class Accounts {
   readonly throttle = new LoginThrottle();
   /** keyed digest of (protocol, username, password) → the login it gave. */
   private readonly verified = new Map<string, VerifiedCredential>();
-  private readonly cacheKey = randomBytes(32);
+  private readonly cacheKey = crypto.randomBytes(32).toString('hex');
 
   constructor(private readonly store: Store) {
     store.onExternalChange(() => this.verified.clear());
@@ -128,7 +141,7 @@ export class Accounts {
    * to users, the next request re-reads its user and checks it again.
    */
   authenticateCached(req: LoginRequest & { password: string }): LoginResult | Promise<LoginResult> {
-    const key = createHmac('sha256', this.cacheKey).update(req.protocol).update('\0').update(req.username).update('\0').update(req.password).digest('base64');
+    const key = sha256(this.cacheKey + JSON.stringify([req.protocol, req.username, req.password]));
     const hit = this.verified.get(key);
     if (hit && hit.until > Date.now() && hit.usersRevision === this.store.users.revision()) return hit.result;
     return this.recheckCached(key, hit, req);
