@@ -1,8 +1,8 @@
 /**
- * The root logger batches its lines (log.ts). A line must still come out while the process idles
- * (the periodic flush), and none may be lost when the process exits right after logging.
- * Runs the built logger (dist/, made by `npm test`'s pretest build) in a child process, as the
- * server runs it: with stdout a pipe.
+ * The root logger (log.ts) redacts secrets, except in access lines, and batches its lines. A line
+ * must still come out while the process idles (the periodic flush), and none may be lost when the
+ * process exits right after logging: those cases run the built logger (dist/, made by `npm test`'s
+ * pretest build) in a child process, as the server runs it, with stdout a pipe.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -35,12 +35,12 @@ describe('redaction', () => {
     expect(lines[0]).toMatchObject({ password: '[redacted]', body: { password: '[redacted]', token: '[redacted]' }, headers: { authorization: '[redacted]' }, user: 'ann' });
   });
 
-  it('is skipped by access loggers only, which keep both bindings', () => {
+  it("is skipped by access loggers only, which keep their parent's bindings", () => {
     const { log, lines } = capture();
-    const access = accessLogger(log.child({ proto: 'webdav' }), { kind: 'access' });
+    const access = accessLogger(log.child({ proto: 'webdav' }));
     access.info({ method: 'PUT', path: '/a', status: 201, user: 'ann', key: 'not a secret here' }, 'webdav');
     log.info({ key: 'k' }, 'after');
-    expect(lines[0]).toMatchObject({ app: 'treegate', proto: 'webdav', kind: 'access', method: 'PUT', path: '/a', status: 201, user: 'ann', key: 'not a secret here' });
+    expect(lines[0]).toMatchObject({ app: 'treegate', proto: 'webdav', method: 'PUT', path: '/a', status: 201, user: 'ann', key: 'not a secret here' });
     expect(lines[1]).toMatchObject({ key: '[redacted]' });
   });
 });

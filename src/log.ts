@@ -27,8 +27,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
  * lines whose fields are fixed and never secret (method, path, status, time, user, ids): with the
  * wildcard paths above, redaction costs about 10 µs a line, several times the rest of the line.
  */
-export function accessLogger(parent: Logger, bindings: pino.Bindings = {}): Logger {
-  return parent.child(bindings, { redact: [] });
+export function accessLogger(parent: Logger): Logger {
+  return parent.child({}, { redact: [] });
 }
 
 export type { Logger };
