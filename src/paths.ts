@@ -14,8 +14,18 @@ function invalid(): VfsError {
   return new VfsError('INVALID', RELATIVE_PATH_MESSAGE);
 }
 
+/** Already a VPath: absolute, and no empty, `.` or `..` segment, trailing slash, NUL or backslash. */
+const CLEAN_VPATH = /^(?:\/|(?:\/(?!\.\.?(?:\/|$))[^/\\\0]+)+)$/;
+/** A single segment that needs no cleaning. */
+const PLAIN_NAME = /^(?!\.\.?$)[^/\\\0]+$/;
+
+// Most calls get a path that is already a VPath (one VFS call splits the same path a dozen times):
+// for those the answer is found by slicing, without splitting, checking and re-joining segments.
+const isClean = (p: string) => CLEAN_VPATH.test(p);
+
 /** Split any path-like string into validated segments. Throws INVALID for `..`, NUL or `\`. */
 export function segments(p: string): string[] {
+  if (isClean(p)) return p === '/' ? [] : p.slice(1).split('/');
   if (p.includes('\0') || p.includes('\\')) throw invalid();
   const out: string[] = [];
   for (const s of p.split('/')) {
@@ -28,7 +38,7 @@ export function segments(p: string): string[] {
 
 /** Normalise a client-supplied path into a VPath (`''`, `.` and `/x/` all become absolute and clean). */
 export function normalize(p: string): string {
-  return '/' + segments(p).join('/');
+  return isClean(p) ? p : '/' + segments(p).join('/');
 }
 
 /** Validate a single name (a rename target, an entry of `names[]`). */
@@ -37,31 +47,42 @@ export function validateName(name: string): string {
   return name;
 }
 
-/** Already a VPath: absolute, and no empty, `.` or `..` segment, trailing slash, NUL or backslash. */
-const CLEAN_VPATH = /^(?:\/|(?:\/(?!\.\.?(?:\/|$))[^/\\\0]+)+)$/;
-/** A single segment that needs no cleaning. */
-const PLAIN_NAME = /^(?!\.\.?$)[^/\\\0]+$/;
-
 /** Join a VPath with a relative path (validated). `join('/a', 'b/c')` is `/a/b/c`. */
 export function join(base: string, ...rest: string[]): string {
-  // Fast path for the common "clean folder + one plain name" (once per entry of every listing).
-  if (rest.length === 1 && PLAIN_NAME.test(rest[0]!) && CLEAN_VPATH.test(base)) return base === '/' ? '/' + rest[0] : base + '/' + rest[0];
+  // Fast paths: a clean folder plus one plain name (once per entry of every listing), and a base
+  // path plus a clean user path (once per request).
+  if (rest.length === 1 && isClean(base)) {
+    const r = rest[0]!;
+    if (PLAIN_NAME.test(r)) return base === '/' ? '/' + r : base + '/' + r;
+    if (isClean(r)) return base === '/' ? r : r === '/' ? base : base + r;
+  }
   return '/' + [...segments(base), ...rest.flatMap(segments)].join('/');
 }
 
+/** True for the root (`/`, or anything that normalises to it). */
+export function isRootPath(p: string): boolean {
+  return p === '/' || segments(p).length === 0;
+}
+
 export function parent(p: string): string {
+  if (isClean(p)) {
+    const i = p.lastIndexOf('/');
+    return i === 0 ? '/' : p.slice(0, i);
+  }
   const s = segments(p);
   s.pop();
   return '/' + s.join('/');
 }
 
 export function basename(p: string): string {
+  if (isClean(p)) return p.slice(p.lastIndexOf('/') + 1);
   const s = segments(p);
   return s.length ? s[s.length - 1]! : '';
 }
 
 /** True when `child` equals `ancestor` or lies below it, compared segment by segment. */
 export function isWithin(ancestor: string, child: string): boolean {
+  if (isClean(ancestor) && isClean(child)) return ancestor === '/' || child === ancestor || child.startsWith(ancestor + '/');
   const a = segments(ancestor);
   const c = segments(child);
   if (a.length > c.length) return false;
@@ -70,6 +91,11 @@ export function isWithin(ancestor: string, child: string): boolean {
 
 /** The part of `p` below `ancestor` as a VPath (`/` when equal); undefined when `p` is not within it. */
 export function relativeTo(ancestor: string, p: string): string | undefined {
+  if (isClean(ancestor) && isClean(p)) {
+    if (ancestor === '/') return p;
+    if (p === ancestor) return '/';
+    return p.startsWith(ancestor + '/') ? p.slice(ancestor.length) : undefined;
+  }
   const a = segments(ancestor);
   const c = segments(p);
   if (a.length > c.length || !a.every((seg, i) => seg === c[i])) return undefined;

@@ -3,7 +3,7 @@ import { cp, lstat, mkdir, realpath, rename, rm, stat, statfs, utimes } from 'no
 import * as nodePath from 'node:path';
 import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
-import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import { basename, isRootPath, isWithin, join, normalize, parent, validateName } from '../../src/paths.js';
 import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
 import { listHostDir } from './listing.js';
@@ -14,7 +14,7 @@ import type { LocalOptions } from './index.js';
 const NO_RECYCLE = 'delete permanently';
 
 function toObj(dpath: string, st: Stats): Obj {
-  return objOf(basename(dpath), '/' + segments(dpath).join('/'), st);
+  return objOf(basename(dpath), normalize(dpath), st);
 }
 
 function objOf(name: string, path: string, st: Stats): Obj {
@@ -139,7 +139,7 @@ export class LocalDriver implements Driver {
   }
 
   async rename(obj: Obj, newName: string): Promise<Obj> {
-    const dst = join(parentOf(obj.path), validateName(newName));
+    const dst = join(parent(obj.path), validateName(newName));
     if (dst === obj.path) return this.get(dst);
     const [s, d] = await this.pair(obj.path, dst);
     await rename(s, d).catch((e) => { throw fromErrno(e, dst); });
@@ -181,7 +181,7 @@ export class LocalDriver implements Driver {
   }
 
   async remove(obj: Obj): Promise<void> {
-    if (segments(obj.path).length === 0) throw new VfsError('FORBIDDEN', 'the storage root cannot be removed');
+    if (isRootPath(obj.path)) throw new VfsError('FORBIDDEN', 'the storage root cannot be removed');
     const { host } = await this.p.resolve(obj.path);
     try {
       await lstat(host);
@@ -239,8 +239,4 @@ export class LocalDriver implements Driver {
     const total = s.blocks * s.bsize;
     return { total, free: s.bavail * s.bsize, used: total - s.bfree * s.bsize };
   }
-}
-
-function parentOf(path: string): string {
-  return '/' + segments(path).slice(0, -1).join('/');
 }

@@ -1,6 +1,6 @@
 import { pipeline, type Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
-import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import { basename, isRootPath, isWithin, join, segments, validateName } from '../../src/paths.js';
 import { INSTANCE_HEADER, type ByteRange, type CallArgs, type Driver, type DriverContext, type Link, type Obj, type PutArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, slice, tempName } from '../util/streams.js';
 import { basicAuth, DavHttp, text, type DavResponse } from './http.js';
@@ -68,7 +68,7 @@ export class WebDavDriver implements Driver {
   }
 
   async get(path: string, args: CallArgs): Promise<Obj> {
-    const isRoot = segments(path).length === 0;
+    const isRoot = isRootPath(path);
     const [self] = await this.propfind(path, 0, isRoot, args.signal);
     if (!self) throw new VfsError('UPSTREAM', 'webdav: empty PROPFIND answer', { path });
     return this.obj(path, self);

@@ -4,7 +4,7 @@
  * Paths are absolute virtual paths; callers decide *what* belongs in the index (scope.ts).
  */
 import type { Statement } from 'better-sqlite3';
-import { basename, isWithin, parent, segments } from '../paths.js';
+import { basename, isRootPath, isWithin, parent, segments } from '../paths.js';
 import { createSchema, openIndexDb, type Db } from './schema.js';
 import { fold } from './text.js';
 
@@ -23,7 +23,7 @@ export interface QueuedFolder {
 
 /** SQL (and its parameters) selecting rows strictly below `vpath`. */
 export function below(vpath: string, col = 'parent'): { sql: string; params: string[] } {
-  if (segments(vpath).length === 0) return { sql: '1', params: [] };
+  if (isRootPath(vpath)) return { sql: '1', params: [] };
   return { sql: `(${col} = ? OR (${col} >= ? AND ${col} < ?))`, params: [vpath, vpath + '/', vpath + '0'] };
 }
 

@@ -4,7 +4,7 @@
  * cache invalidation after writes, and the storage's local sort.
  */
 import { toVfsError, VfsError } from '../errors.js';
-import { basename, join, parent, segments } from '../paths.js';
+import { basename, isRootPath, join, parent } from '../paths.js';
 import type { CallArgs, Driver, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
 import type { Mount } from './mounts.js';
@@ -71,7 +71,7 @@ export class Tree {
 
   /** The object at a driver path: the driver's get when it has one, else a lookup in the parent. */
   async objAt(m: Mount, dpath: string, args: CallArgs): Promise<Obj> {
-    if (segments(dpath).length === 0) return this.rootObj(m, args);
+    if (isRootPath(dpath)) return this.rootObj(m, args);
     const d = this.driver(m);
     if (d.get) return this.call(() => d.get!(dpath, args));
     const dir = await this.objAt(m, parent(dpath), args);

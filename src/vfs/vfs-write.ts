@@ -6,7 +6,7 @@
 import type { Readable } from 'node:stream';
 import { can, type AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
-import { basename, isWithin, join, parent, segments } from '../paths.js';
+import { basename, isRootPath, isWithin, join, parent } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
 import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
 import { openLink } from './link.js';
@@ -15,8 +15,6 @@ import type { Located, Vfs } from './vfs.js';
 
 export const DELETE_ROOT_MESSAGE = 'delete root folder is not allowed, please goto the manage page to delete the storage instead';
 const SUBFOLDER_MESSAGE = 'the destination folder is a subfolder of the source folder';
-
-const isRoot = (dpath: string) => segments(dpath).length === 0;
 
 export class VfsWriter {
   constructor(private readonly vfs: Vfs) {}
@@ -42,7 +40,7 @@ export class VfsWriter {
   /** The located source of a move/copy; virtual folders and storage roots cannot be moved or copied. */
   private async source(vpath: string): Promise<Located> {
     const loc = await this.vfs.locate(vpath);
-    if (!loc || isRoot(loc.dpath)) throw new VfsError('FORBIDDEN', 'a storage root or mount point cannot be moved or copied', { path: vpath });
+    if (!loc || isRootPath(loc.dpath)) throw new VfsError('FORBIDDEN', 'a storage root or mount point cannot be moved or copied', { path: vpath });
     return loc;
   }
 
@@ -56,7 +54,7 @@ export class VfsWriter {
       else throw e;
     }
     if (!loc || loc.mount !== src.mount) throw new VfsError('CROSS_MOUNT', undefined, { path: vpath });
-    if (isRoot(loc.dpath)) throw new VfsError('EXISTS', `file [${basename(vpath)}] exists`, { path: vpath });
+    if (isRootPath(loc.dpath)) throw new VfsError('EXISTS', `file [${basename(vpath)}] exists`, { path: vpath });
     return loc;
   }
 
@@ -165,7 +163,7 @@ export class VfsWriter {
     requireManage(ctx);
     requireBit(can.remove(ctx.principal));
     const loc = await this.vfs.locate(vpath);
-    if (!loc || isRoot(loc.dpath)) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
+    if (!loc || isRootPath(loc.dpath)) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
     requireCap(loc.mount.capabilities, 'canRemove');
     const tree = this.vfs.tree;
     const args = this.vfs.args(ctx);
@@ -182,10 +180,10 @@ export class VfsWriter {
    */
   async put(ctx: AccessContext, path: string, body: Readable, opts: PutOptions = {}): Promise<Entry> {
     const vpath = await this.vfs.enter(ctx, path);
-    if (segments(vpath).length === 0) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    if (isRootPath(vpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
-    if (!loc || isRoot(loc.dpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    if (!loc || isRootPath(loc.dpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
     requireCap(loc.mount.capabilities, 'canPut');
     const tree = this.vfs.tree;
     const args = this.vfs.args(ctx);

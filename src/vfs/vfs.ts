@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
-import { basename, join, parent, segments } from '../paths.js';
+import { basename, isRootPath, join, parent } from '../paths.js';
 import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
 import { copyFileSpan } from './file-copy.js';
@@ -64,7 +64,7 @@ export class Vfs implements VfsApi {
 
   /** The entry for a virtual folder (`/` is AList's `root`). */
   virtualEntry(vpath: string): Entry {
-    if (segments(vpath).length === 0) return { name: 'root', size: 0, isDir: true, modified: new Date(0), vpath, virtual: true };
+    if (isRootPath(vpath)) return { name: 'root', size: 0, isDir: true, modified: new Date(0), vpath, virtual: true };
     const name = basename(vpath);
     const found = this.deps.mounts.childMounts(parent(vpath)).find((e) => e.name === name);
     return found ?? { name, size: 0, isDir: true, modified: new Date(0), vpath, virtual: true };
@@ -72,7 +72,7 @@ export class Vfs implements VfsApi {
 
   /** Entry of the object at a mount path (the mount root is named after its mount point). */
   entryOf(loc: Located, o: Obj): Entry {
-    return toEntry(o, loc.vpath, segments(loc.dpath).length === 0 ? basename(loc.vpath) || 'root' : o.name);
+    return toEntry(o, loc.vpath, isRootPath(loc.dpath) ? basename(loc.vpath) || 'root' : o.name);
   }
 
   /** Resolve a checked vpath; undefined for a virtual folder. */
