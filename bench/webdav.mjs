@@ -4,7 +4,7 @@
  * webdav` vs a bare node:http server doing only the same file work (bench/servers/node-floor-dav.mjs: the
  * floor for any Node server), in one run on loopback, each serving its own copy of the same data.
  *
- *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000] [--rounds 3]
+ *   npm run build && node bench/webdav.mjs [--size-mib 1024] [--entries 10000] [--puts 1000] [--rounds 5]
  *
  * Measures GET and PUT of a 1 GiB file (curl), a Depth-1 PROPFIND of a 10,000-entry folder (curl,
  * best of 3) and 1,000 sequential PUTs of 1 KiB (one keep-alive connection); prints the figures,
@@ -27,7 +27,7 @@ const arg = (name, def) => {
 const SIZE_MIB = arg('size-mib', 1024);
 const ENTRIES = arg('entries', 10_000);
 const PUTS = arg('puts', 1000);
-const ROUNDS = arg('rounds', 3);
+const ROUNDS = arg('rounds', 5); // single rounds of the 1 GiB PUT swing 0.45-1.5x; five give a steadier median
 const USER = 'admin';
 const PASS = 'bench-password-123';
 const CLI = resolve(import.meta.dirname, '../dist/src/cli.js');
