@@ -46,6 +46,16 @@ describe('meta CRUD', () => {
     expect((await all()).total).toBe(1);
   });
 
+  it('an id that is not a safe integer, or a field of the wrong type, is 400 and stores nothing', async () => {
+    const before = (await all()).total;
+    // 1e20 + 1 === 1e20: such ids collide, and uniqueness checks keyed on the id let duplicates in.
+    for (const bad of [{ id: 1e20 }, { id: 1.5 }, { id: 'x' }, { password: 123 }, { hide: ['a'] }]) {
+      const r = await post('/api/admin/meta/create', { ...FULL, path: '/typed-ids', ...bad });
+      expect(r.code, JSON.stringify(bad)).toBe(400);
+    }
+    expect((await all()).total).toBe(before);
+  });
+
   it('update changes a rule (and its effect); unknown id is 500 failed get old meta', async () => {
     const m = (await all()).content[0]!;
     ok(await post('/api/admin/meta/update', { ...m, readme: 'changed', r_sub: true }));

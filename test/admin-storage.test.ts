@@ -70,6 +70,16 @@ describe('storage create/update/delete', () => {
     expect((await create({ driver: 'Memory' })).code).toBe(400);
   });
 
+  it('an id past 2^53 or a wrongly typed field is 400 and creates nothing', async () => {
+    const count = async () => (await api<{ total: number }>('/api/admin/storage/list')).data!.total;
+    const before = await count();
+    for (const bad of [{ id: 99999999999999999999 }, { id: 2.5 }, { order: '1x' }, { remark: 5 }, { driver: ['Memory'] }]) {
+      const r = await create({ mount_path: '/typed-id', driver: 'Memory', ...bad });
+      expect(r.code, JSON.stringify(bad)).toBe(400);
+    }
+    expect(await count()).toBe(before);
+  });
+
   it('keeps a storage whose init failed and reports it with its id', async () => {
     const r = await create({ mount_path: '/broken', driver: 'Local', addition: JSON.stringify({ root_folder_path: '/nonexistent/treegate/root' }) });
     expect(r.code).toBe(500);

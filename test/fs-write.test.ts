@@ -225,3 +225,38 @@ describe('remove and remove_empty_directory', () => {
     expect(existsSync(disk('ed2'))).toBe(true);
   });
 });
+
+describe('wrongly typed requests are 400 and touch nothing', () => {
+  it('a path field that is not a string never falls back to the root', async () => {
+    await seed(ts, admin, { '/victim': 'v', '/typed/sub/victim': 's', '/typed/mv/q.txt': 'q' });
+    const cases: Array<[string, unknown, string]> = [
+      ['/api/fs/remove', { dir: ['/typed/sub'], names: ['victim'] }, 'dir must be a string'],
+      ['/api/fs/move', { src_dir: '/typed/mv', dst_dir: ['/typed/mv/dst'], names: ['q.txt'] }, 'dst_dir must be a string'],
+      ['/api/fs/remove', { dir: '/typed/sub', names: ['victim', 7] }, 'names must be an array of strings'],
+      ['/api/fs/mkdir', { path: 12 }, 'path must be a string'],
+      ['/api/fs/batch_rename', { src_dir: '/typed', rename_objects: 'victim' }, 'rename_objects must be an array of objects'],
+    ];
+    for (const [route, body, message] of cases) {
+      const r = await post(route, body);
+      expect(r.code, route).toBe(400);
+      expect(r.message).toContain(message);
+    }
+    expect(readFileSync(disk('victim'), 'utf8')).toBe('v');
+    expect(readFileSync(disk('typed/sub/victim'), 'utf8')).toBe('s');
+    expect(existsSync(disk('typed/mv/q.txt'))).toBe(true);
+    expect(existsSync(disk('q.txt'))).toBe(false);
+  });
+
+  it('a body that is not a JSON object is 400, not an empty request acting on the root', async () => {
+    await seed(ts, admin, { '/typed2/deep/file.txt': 'f' });
+    ok(await mkdir(ts, admin, '/typed2/empty'));
+    for (const body of [[1, 2], 123, true]) {
+      for (const route of ['/api/fs/recursive_move', '/api/fs/remove_empty_directory', '/api/fs/remove']) {
+        const r = await post(route, body);
+        expect(r.code, `${route} ${JSON.stringify(body)}`).toBe(400);
+      }
+    }
+    expect(readFileSync(disk('typed2/deep/file.txt'), 'utf8')).toBe('f');
+    expect(existsSync(disk('typed2/empty'))).toBe(true);
+  });
+});

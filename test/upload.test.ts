@@ -37,6 +37,15 @@ describe('PUT /api/fs/put', () => {
     expect(readFileSync(disk('up/dir with space/ünï #1.txt'), 'utf8')).toBe('hello');
   });
 
+  it('a File-Path of raw UTF-8 bytes (not percent-encoded) keeps its name, as in AList', async () => {
+    for (const name of ['/up/café-raw.txt', '/up/日本-raw.txt']) {
+      const wire = Buffer.from(name, 'utf8').toString('latin1'); // the bytes as Node would send them
+      const res = await rawRequest(ts, 'PUT', '/api/fs/put', { authorization: admin, 'file-path': wire, 'content-length': '3' }, Buffer.from('raw'));
+      ok(JSON.parse(res.body.toString()) as { code: number; message: string; data: unknown });
+      expect(readFileSync(disk(name.slice(1)), 'utf8'), name).toBe('raw');
+    }
+  });
+
   it('an empty body makes an empty file', async () => {
     ok(await putFile(ts, admin, '/up/empty.bin', Buffer.alloc(0)));
     expect(statSync(disk('up/empty.bin')).size).toBe(0);
@@ -191,6 +200,29 @@ describe('PUT /api/fs/form', () => {
     const res = await rawRequest(ts, 'PUT', '/api/fs/form', { authorization: admin, 'file-path': '/form/raw.txt', 'content-type': 'text/plain', 'content-length': '3' }, Buffer.from('abc'));
     expect((JSON.parse(res.body.toString()) as { code: number }).code).toBe(400);
     expect(existsSync(disk('form/raw.txt'))).toBe(false);
+  });
+
+  it('a multipart body cut short is 400 and the server keeps serving (any part, refused or not)', async () => {
+    // busboy errors the part's stream ("Unexpected end of form"); unheard, that error ended the process.
+    const u = await makeUser(ts, admin, 'formcut', 0);
+    const cut = (name: string) => Buffer.from(`--B\r\nContent-Disposition: form-data; name="${name}"; filename="x"\r\n\r\nabc`);
+    const cases: Array<[string, string, Record<string, string>]> = [
+      [admin, 'file', {}],
+      [admin, 'other', {}],
+      [admin, 'file', { overwrite: 'false' }], // refused before the body is read: form/a.txt exists
+      [u, 'file', {}], // refused: no write permission
+    ];
+    for (const [token, name, extra] of cases) {
+      const body = cut(name);
+      const target = extra.overwrite ? '/form/a.txt' : '/form/cut.txt';
+      const res = await rawRequest(ts, 'PUT', '/api/fs/form', { authorization: token, 'file-path': target, 'content-type': 'multipart/form-data; boundary=B', 'content-length': String(body.length), ...extra }, body);
+      const env = JSON.parse(res.body.toString()) as { code: number; message: string };
+      expect(env.code, `${name} ${JSON.stringify(extra)}`).toBeGreaterThanOrEqual(400);
+      expect(env.code).toBeLessThan(500);
+    }
+    expect(existsSync(disk('form/cut.txt'))).toBe(false);
+    expect(readFileSync(disk('form/a.txt'), 'utf8')).toBe('form body');
+    expect(await (await fetch(ts.url + '/ping')).text()).toBe('pong');
   });
 
   it('permission and Overwrite apply as for put', async () => {

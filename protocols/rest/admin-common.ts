@@ -13,5 +13,5 @@ export function queryId(q: Fields): number {
 
 /** `{content, total}` of one page (page<1 → 1, per_page<1 → all). */
 export function page<T>(items: T[], q: Fields): { content: T[]; total: number } {
-  return { content: paginate(items, int(q.page), int(q.per_page)), total: items.length };
+  return { content: paginate(items, int(q, 'page'), int(q, 'per_page')), total: items.length };
 }

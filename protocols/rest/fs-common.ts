@@ -8,37 +8,56 @@ import type { StorageInfo } from '../../src/vfs/types.js';
 import { signPath } from '../../src/sign.js';
 import { isVfsError } from '../../src/errors.js';
 import { ApiError } from './envelope.js';
+import { bodyObject, type Fields } from './input.js';
 
-export type Fields = Record<string, unknown>;
+export type { Fields };
 
-/** The request's fields: a JSON/form body object, else the query string (AList binds either). */
+/**
+ * The request's fields: the body when there is one, else the query string (AList binds either).
+ * A body that is not a JSON object is a 400, never an empty object: with every field then at its
+ * default (the root folder), a remove or a recursive move would act on `/`. A repeated query
+ * parameter counts once, with its first value, as gin binds it.
+ */
 export function fields(req: FastifyRequest): Fields {
-  const b = req.body;
-  if (b && typeof b === 'object' && !Array.isArray(b)) return b as Fields;
+  if (req.body !== undefined && req.body !== null) return bodyObject(req);
   const q = req.query;
-  return q && typeof q === 'object' ? (q as Fields) : {};
+  if (!q || typeof q !== 'object') return {};
+  const out: Fields = {};
+  for (const [k, v] of Object.entries(q)) out[k] = Array.isArray(v) ? v[0] : v;
+  return out;
 }
 
-export function str(v: unknown): string {
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return '';
+const invalid = (field: string, what: string) => new ApiError(400, `invalid request: ${field} must be ${what}`);
+
+/** A string field, '' when absent. Any other JSON type is a 400, as gin's binding error is. */
+export function str(o: Fields, field: string): string {
+  const v = o[field];
+  if (v === undefined || v === null) return '';
+  if (typeof v !== 'string') throw invalid(field, 'a string');
+  return v;
 }
 
-export function int(v: unknown): number {
-  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : 0;
-  return Number.isFinite(n) ? Math.trunc(n) : 0;
+/**
+ * An integer field, 0 when absent: a JSON number, or digits (query strings are text). Fractions,
+ * other types and numbers past 2^53 are a 400 (an id of 1e20 would collide with its neighbours).
+ */
+export function int(o: Fields, field: string): number {
+  const v = o[field];
+  if (v === undefined || v === null || v === '') return 0;
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*[+-]?\d{1,15}\s*$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n)) throw invalid(field, 'an integer');
+  return n;
 }
 
 export function bool(v: unknown): boolean {
   return v === true || v === 'true' || v === 1 || v === '1';
 }
 
-/** A string array field; a non-array is a 400 like gin's binding error. */
+/** A string array field; anything else (a string, numbers inside) is a 400 like gin's binding error. */
 export function strArray(v: unknown, field: string): string[] {
   if (v === undefined || v === null) return [];
-  if (!Array.isArray(v)) throw new ApiError(400, `invalid request: ${field} must be an array of strings`);
-  return v.map((x) => str(x));
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw invalid(field, 'an array of strings');
+  return v;
 }
 
 /** AList paging: page<1 → 1, per_page<1 → everything. */

@@ -12,7 +12,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.get('/api/admin/driver/names', async () => ok(core.registry.names()));
 
   app.get('/api/admin/driver/info', async (req) => {
-    const name = str(fields(req).driver);
+    const name = str(fields(req), 'driver');
     const t = core.registry.template(name);
     if (!t) throw new ApiError(404, `driver [${name}] not found`);
     return ok(t);

@@ -6,11 +6,12 @@
 import type { RoutePlugin } from '../route-types.js';
 import { ok } from '../envelope.js';
 import { formatTime } from '../entry.js';
-import { fields, int, str } from '../fs-common.js';
+import { fields, int, strArray, type Fields } from '../fs-common.js';
 
-function paths(v: unknown): string[] | undefined {
-  if (!Array.isArray(v)) return undefined;
-  return v.map(str).filter((p) => p !== '');
+/** An optional list of paths (empty ones dropped); undefined when absent. */
+function paths(o: Fields, field: string): string[] | undefined {
+  if (o[field] === undefined || o[field] === null) return undefined;
+  return strArray(o[field], field).filter((p) => p !== '');
 }
 
 const routes: RoutePlugin = async (app, { core }) => {
@@ -19,9 +20,9 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/admin/index/build', async (req) => {
     const f = fields(req);
     s.build({
-      paths: paths(f.paths),
-      maxDepth: f.max_depth === undefined ? undefined : int(f.max_depth),
-      ignorePaths: paths(f.ignore_paths),
+      paths: paths(f, 'paths'),
+      maxDepth: f.max_depth === undefined ? undefined : int(f, 'max_depth'),
+      ignorePaths: paths(f, 'ignore_paths'),
       clear: f.clear === undefined ? undefined : f.clear === true || f.clear === 'true',
     });
     return ok();
@@ -29,7 +30,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/index/update', async (req) => {
     const f = fields(req);
-    s.update(paths(f.paths) ?? [], f.max_depth === undefined ? undefined : int(f.max_depth));
+    s.update(paths(f, 'paths') ?? [], f.max_depth === undefined ? undefined : int(f, 'max_depth'));
     return ok();
   });
 

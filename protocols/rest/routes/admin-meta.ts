@@ -18,9 +18,9 @@ const FLAGS = ['p_sub', 'write', 'w_sub', 'h_sub', 'r_sub', 'header_sub'] as con
 function metaInput(v: unknown): MetaInput & { id: number } {
   if (!v || typeof v !== 'object' || Array.isArray(v)) throw new ApiError(400, 'invalid request: a JSON object body is required');
   const b = v as Fields;
-  if (str(b.path).trim() === '') throw new ApiError(400, "Key: 'Meta.Path' Error:Field validation for 'Path' failed on the 'required' tag");
-  const m: MetaInput & { id: number } = { id: int(b.id), path: str(b.path) };
-  for (const k of TEXT) if (b[k] !== undefined) m[k] = str(b[k]);
+  if (str(b, 'path').trim() === '') throw new ApiError(400, "Key: 'Meta.Path' Error:Field validation for 'Path' failed on the 'required' tag");
+  const m: MetaInput & { id: number } = { id: int(b, 'id'), path: str(b, 'path') };
+  for (const k of TEXT) if (b[k] !== undefined) m[k] = str(b, k);
   for (const k of FLAGS) if (b[k] !== undefined) m[k] = bool(b[k]);
   return m;
 }

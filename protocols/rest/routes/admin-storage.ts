@@ -31,14 +31,14 @@ const BOOLS = ['disabled', 'disable_index', 'enable_sign', 'web_proxy', 'proxy_r
 
 /** The body as the service's typed input (only known fields; AList's JSON types, loosely coerced). */
 function storageInput(b: Fields): StorageInput & { id: number } {
-  if (str(b.mount_path).trim() === '') {
+  if (str(b, 'mount_path').trim() === '') {
     throw new ApiError(400, "Key: 'Storage.MountPath' Error:Field validation for 'MountPath' failed on the 'required' tag");
   }
-  const input: StorageInput & { id: number } = { id: int(b.id), mount_path: str(b.mount_path), driver: str(b.driver) };
-  if (b.order !== undefined) input.order = int(b.order);
-  if (b.cache_expiration !== undefined) input.cache_expiration = int(b.cache_expiration);
+  const input: StorageInput & { id: number } = { id: int(b, 'id'), mount_path: str(b, 'mount_path'), driver: str(b, 'driver') };
+  if (b.order !== undefined) input.order = int(b, 'order');
+  if (b.cache_expiration !== undefined) input.cache_expiration = int(b, 'cache_expiration');
   if (b.addition !== undefined) input.addition = typeof b.addition === 'string' ? b.addition : JSON.stringify(b.addition);
-  for (const k of STRINGS) if (b[k] !== undefined) input[k] = str(b[k]);
+  for (const k of STRINGS) if (b[k] !== undefined) input[k] = str(b, k);
   for (const k of BOOLS) if (b[k] !== undefined) input[k] = bool(b[k]);
   return input;
 }
@@ -61,7 +61,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/storage/create', async (req) => {
     const { id: _ignored, ...input } = storageInput(body(req.body));
-    const given = int((req.body as Fields).id);
+    const given = int(req.body as Fields, 'id');
     const change = await as500(() => s.create(given > 0 ? { ...input, id: given } : input), { id: 0 });
     if (change.error) throw new ApiError(500, change.error.message, { id: change.record.id });
     return ok({ id: change.record.id });

@@ -23,8 +23,9 @@ import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError } from '../envelope.js';
 import { extOf, settingOr, typeList } from '../entry.js';
-import { downProxy, mustProxy, str } from '../fs-common.js';
+import { downProxy, mustProxy } from '../fs-common.js';
 import { attachment, etagOf, notModified, planRange } from '../http-range.js';
+import { queryString } from '../input.js';
 import { contentTypeOf } from '../mime.js';
 
 /** See the file comment. role -1 is deliberately outside ROLE's values. */
@@ -63,8 +64,7 @@ async function authorize(core: Core, req: FastifyRequest, path: string, signal: 
       if (!isVfsError(e, 'PASSWORD_REQUIRED')) throw e;
     }
   }
-  const q = (req.query ?? {}) as Record<string, unknown>;
-  const failure = verifySign(core.settings.get('token'), path, str(q.sign).replace(/\/+$/, ''));
+  const failure = verifySign(core.settings.get('token'), path, queryString(req, 'sign').replace(/\/+$/, ''));
   if (failure) throw new ApiError(401, failure);
   const ctx: AccessContext = { ...probe, principal: SIGNED_LINK_PRINCIPAL };
   return { ctx, storage: await core.vfs.storageOf(ctx, path) };

@@ -55,10 +55,10 @@ const routes: RoutePlugin = async (app, { core }) => {
     url: '/api/fs/list',
     handler: async (req) => {
       const f = fields(req);
-      const ctx = accessContext(req, str(f.password));
-      const l = await listing(core, ctx, str(f.path) || '/', bool(f.refresh));
+      const ctx = accessContext(req, str(f, 'password'));
+      const l = await listing(core, ctx, str(f, 'path') || '/', bool(f.refresh));
       const signed = signRequired(core, l.storage, l.facts.passwordProtected);
-      const page = paginate(l.entries, int(f.page), int(f.per_page));
+      const page = paginate(l.entries, int(f, 'page'), int(f, 'per_page'));
       const mn = mapName();
       return ok({
         content: page.map((e) => toObjResp(e, { sign: signIf(core, signed && !e.isDir, e.vpath), settings: core.settings, mapName: mn, listType: true })),
@@ -76,8 +76,8 @@ const routes: RoutePlugin = async (app, { core }) => {
     url: '/api/fs/get',
     handler: async (req) => {
       const f = fields(req);
-      const ctx = accessContext(req, str(f.password));
-      const path = str(f.path) || '/';
+      const ctx = accessContext(req, str(f, 'password'));
+      const path = str(f, 'path') || '/';
       const entry = await core.vfs.stat(ctx, path);
       const storage = await core.vfs.storageOf(ctx, path);
       const facts = await core.vfs.facts(ctx, path);
@@ -100,12 +100,12 @@ const routes: RoutePlugin = async (app, { core }) => {
     url: '/api/fs/dirs',
     handler: async (req) => {
       const f = fields(req);
-      let ctx = accessContext(req, str(f.password));
+      let ctx = accessContext(req, str(f, 'password'));
       if (bool(f.force_root)) {
         if (!can.isAdmin(ctx.principal)) throw new ApiError(403, 'Permission denied');
         ctx = { ...ctx, principal: { ...ctx.principal, basePath: '/' } };
       }
-      const l = await core.vfs.list(ctx, str(f.path) || '/');
+      const l = await core.vfs.list(ctx, str(f, 'path') || '/');
       return ok(l.entries.filter((e) => e.isDir).map((e) => ({ name: e.name, modified: formatTime(e.modified) })));
     },
   });

@@ -18,6 +18,7 @@ import type { Entry } from '../../../src/vfs/types.js';
 import type { TaskInfo } from '../../../src/tasks/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
+import { utf8Header } from '../../header-text.js';
 import { ApiError, ok } from '../envelope.js';
 import { taskJson } from './tasks.js';
 
@@ -62,7 +63,7 @@ function uploadHeaders(req: FastifyRequest, needLength: boolean): UploadHeaders 
     if (v) hashes[algo] = v;
   }
   return {
-    path: pathUnescape(rawPath),
+    path: pathUnescape(utf8Header(rawPath)),
     overwrite: header(req, 'overwrite') !== 'false',
     asTask: header(req, 'as-task') === 'true',
     modified: Number.isSafeInteger(ms) && ms > 0 && header(req, 'last-modified').trim() !== '' ? new Date(ms) : new Date(),
@@ -79,7 +80,7 @@ function uploadContext(req: FastifyRequest, reply: FastifyReply): AccessContext 
   };
   req.raw.once('aborted', onClose);
   reply.raw.once('close', onClose);
-  return { ...accessContext(req, header(req, 'password')), signal: ac.signal };
+  return { ...accessContext(req, utf8Header(header(req, 'password'))), signal: ac.signal };
 }
 
 /** Leave the connection usable after an early refusal: read and drop the rest of the body. */
@@ -100,7 +101,11 @@ async function putBody(core: Core, ctx: AccessContext, h: UploadHeaders, body: R
   }
 }
 
-/** The `file` part of a multipart body, streamed into vfs.put; other parts are discarded. */
+/**
+ * The `file` part of a multipart body, streamed into vfs.put; other parts are discarded. Every part
+ * stream gets an error listener the moment it appears: busboy errors a part whose body is cut short
+ * ("Unexpected end of form"), and an unheard stream error would end the process.
+ */
 function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: UploadHeaders): Promise<Entry | TaskInfo> {
   return new Promise<Entry | TaskInfo>((resolve, reject) => {
     let bb: Busboy.Busboy;
@@ -111,11 +116,13 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
       return;
     }
     let started: Promise<Entry | TaskInfo> | undefined;
+    const malformed = (e: unknown) => new ApiError(400, `invalid multipart body: ${(e as Error).message}`);
     const fail = (e: unknown) => {
       req.raw.unpipe(bb);
-      reject(e);
+      reject(e); // only the first settlement counts
     };
     bb.on('file', (name, stream) => {
+      stream.on('error', (e: unknown) => fail(malformed(e)));
       if (name !== 'file' || started) {
         stream.resume();
         return;
@@ -126,11 +133,13 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
         fail(e);
       });
     });
-    bb.on('error', (e: unknown) => fail(new ApiError(400, `invalid multipart body: ${(e as Error).message}`)));
+    bb.on('error', (e: unknown) => fail(malformed(e)));
     bb.on('close', () => {
       if (!started) return fail(new ApiError(400, 'http: no such file'));
       started.then(resolve, fail);
     });
+    // A client gone before busboy saw the end: nothing else would settle this promise.
+    ctx.signal?.addEventListener('abort', () => fail(new ApiError(400, 'upload aborted: the client disconnected')), { once: true });
     req.raw.pipe(bb);
   });
 }

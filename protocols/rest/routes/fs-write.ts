@@ -13,7 +13,7 @@ import type { Entry } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
 import { ApiError, ok } from '../envelope.js';
-import { bool, fields, mapCode, str, strArray } from '../fs-common.js';
+import { bool, fields, mapCode, str, strArray, type Fields } from '../fs-common.js';
 import { compileGoRegex, replaceAllGo } from '../go-regex.js';
 import { taskJson } from './tasks.js';
 import type { TaskInfo } from '../../../src/tasks/types.js';
@@ -72,15 +72,15 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/mkdir', async (req) => {
     const ctx = accessContext(req);
     // AList answers mkdir over a file with 500 `file exists` (not the 403 of rename/move).
-    await mapCode(() => core.vfs.mkdir(ctx, str(fields(req).path)), 'EXISTS', () => new ApiError(500, 'file exists'));
+    await mapCode(() => core.vfs.mkdir(ctx, str(fields(req), 'path')), 'EXISTS', () => new ApiError(500, 'file exists'));
     return ok();
   });
 
   app.post('/api/fs/rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const name = validateName(str(f.name));
-    const src = normalize(str(f.path));
+    const name = validateName(str(f, 'name'));
+    const src = normalize(str(f, 'path'));
     const dst = join(parent(src), name);
     if (dst === src) {
       await core.vfs.stat(ctx, src);
@@ -95,12 +95,14 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/batch_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const dir = normalize(str(f.src_dir));
-    const objs = Array.isArray(f.rename_objects) ? (f.rename_objects as unknown[]) : [];
-    for (const o of objs) {
-      const rec = (o && typeof o === 'object' ? o : {}) as Record<string, unknown>;
-      const from = str(rec.src_name);
-      const to = str(rec.new_name);
+    const dir = normalize(str(f, 'src_dir'));
+    const objs = f.rename_objects ?? [];
+    if (!Array.isArray(objs) || !objs.every((o) => o && typeof o === 'object' && !Array.isArray(o))) {
+      throw new ApiError(400, 'invalid request: rename_objects must be an array of objects');
+    }
+    for (const rec of objs as Fields[]) {
+      const from = str(rec, 'src_name');
+      const to = str(rec, 'new_name');
       if (from === '' || to === '') continue;
       validateName(from);
       validateName(to);
@@ -113,14 +115,14 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/regex_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const dir = normalize(str(f.src_dir));
+    const dir = normalize(str(f, 'src_dir'));
     let re: RegExp;
     try {
-      re = compileGoRegex(str(f.src_name_regex));
+      re = compileGoRegex(str(f, 'src_name_regex'));
     } catch (e) {
       throw new ApiError(500, (e as Error).message);
     }
-    const template = str(f.new_name_regex);
+    const template = str(f, 'new_name_regex');
     for (const e of (await core.vfs.list(ctx, dir)).entries) {
       if (e.virtual) continue;
       re.lastIndex = 0;
@@ -138,8 +140,8 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f.names);
-    const srcDir = normalize(str(f.src_dir));
-    const dstDir = normalize(str(f.dst_dir));
+    const srcDir = normalize(str(f, 'src_dir'));
+    const dstDir = normalize(str(f, 'dst_dir'));
     const overwrite = bool(f.overwrite);
     if (!overwrite) for (const n of list) if (await exists(core, ctx, join(dstDir, n))) throw existsError(n);
     const tasks: TaskInfo[] = [];
@@ -166,9 +168,9 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/recursive_move', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const srcDir = normalize(str(f.src_dir));
-    const dstDir = normalize(str(f.dst_dir));
-    const policy = str(f.conflict_policy);
+    const srcDir = normalize(str(f, 'src_dir'));
+    const dstDir = normalize(str(f, 'dst_dir'));
+    const policy = str(f, 'conflict_policy');
     const files = await filesBelow(core, ctx, srcDir, dstDir);
     const taken = new Set<string>();
     if (policy === 'cancel' || policy === 'skip') {
@@ -191,7 +193,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f.names);
-    const dir = normalize(str(f.dir));
+    const dir = normalize(str(f, 'dir'));
     for (const n of list) {
       try {
         await core.vfs.remove(ctx, join(dir, n));
@@ -204,7 +206,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/fs/remove_empty_directory', async (req) => {
     const ctx = accessContext(req);
-    await pruneEmpty(core, ctx, normalize(str(fields(req).src_dir)));
+    await pruneEmpty(core, ctx, normalize(str(fields(req), 'src_dir')));
     return ok();
   });
 };

@@ -18,9 +18,9 @@ const routes: RoutePlugin = async (app, { core }) => {
     const ctx = accessContext(req);
     const tasks = await offline.add(ctx, {
       urls: strArray(f.urls, 'urls').filter((u) => u.trim() !== ''),
-      path: str(f.path),
-      tool: str(f.tool),
-      delete_policy: str(f.delete_policy),
+      path: str(f, 'path'),
+      tool: str(f, 'tool'),
+      delete_policy: str(f, 'delete_policy'),
     });
     return ok({ tasks: tasks.map(taskJson) });
   });
@@ -28,7 +28,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/admin/setting/set_aria2', async (req) => {
     const f = fields(req);
     try {
-      return ok(`aria2 version: ${await offline.setAria2(str(f.uri), str(f.secret))}`);
+      return ok(`aria2 version: ${await offline.setAria2(str(f, 'uri'), str(f, 'secret'))}`);
     } catch (e) {
       if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
       throw new ApiError(500, `failed get aria2 version: ${(e as Error).message}`);
@@ -38,7 +38,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/admin/setting/set_qbit', async (req) => {
     const f = fields(req);
     try {
-      await offline.setQbit(str(f.url), str(f.seedtime) || '0');
+      await offline.setQbit(str(f, 'url'), str(f, 'seedtime') || '0');
     } catch (e) {
       if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
       throw e;

@@ -19,12 +19,12 @@ const routes: RoutePlugin = async (app, { core }) => {
       // AList's middleware refuses before the request is even read.
       if (!core.search.enabled) throw new ApiError(500, NOT_AVAILABLE);
       const f = fields(req);
-      const page = int(f.page);
-      const perPage = int(f.per_page);
+      const page = int(f, 'page');
+      const perPage = int(f, 'per_page');
       if (page < 1) throw new ApiError(400, "page can't < 1");
       if (perPage < 1) throw new ApiError(400, "per_page can't < 1");
-      const ctx = accessContext(req, str(f.password));
-      const r = await core.search.search(ctx, { parent: str(f.parent) || '/', keywords: str(f.keywords), scope: int(f.scope), page, perPage });
+      const ctx = accessContext(req, str(f, 'password'));
+      const r = await core.search.search(ctx, { parent: str(f, 'parent') || '/', keywords: str(f, 'keywords'), scope: int(f, 'scope'), page, perPage });
       return ok({
         content: r.hits.map((h) => ({
           parent: h.parent, name: h.name, is_dir: h.isDir, size: h.size, type: h.isDir ? OBJ_TYPE.FOLDER : typeOfName(core.settings, h.name),
