@@ -96,6 +96,22 @@ describe('batch_rename and regex_rename', () => {
     expect(r.message).toMatch(/^error parsing regexp: /);
   });
 
+  it('regex_rename follows Go ReplaceAllString: (.*) replaces once (no extra empty match at the end)', async () => {
+    await seed(ts, admin, { '/rx3/report.txt': 'r', '/rx3/写真😀.jpg': 'p' });
+    ok(await post('/api/fs/regex_rename', { src_dir: '/rx3', src_name_regex: '(.*)', new_name_regex: '2024_$1' }));
+    expect(await names(ts, admin, '/rx3')).toEqual(['2024_report.txt', '2024_写真😀.jpg']);
+  });
+
+  it('regex_rename refuses look-around and backreferences like Go (500 error parsing regexp)', async () => {
+    for (const [src_name_regex, message] of [
+      ['a(?=b)', 'error parsing regexp: invalid or unsupported Perl syntax: `(?=`'],
+      ['(a)\\1', 'error parsing regexp: invalid escape sequence: `\\1`'],
+    ]) {
+      const r = await post('/api/fs/regex_rename', { src_dir: '/rx', src_name_regex, new_name_regex: 'x' });
+      expect([r.code, r.message]).toEqual([500, message]);
+    }
+  });
+
   it('regex_rename cannot produce a path', async () => {
     await seed(ts, admin, { '/rx2/a.txt': 'a' });
     expectCode(

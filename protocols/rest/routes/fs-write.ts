@@ -14,7 +14,7 @@ import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
 import { ApiError, ok } from '../envelope.js';
 import { bool, fields, mapCode, str, strArray, type Fields } from '../fs-common.js';
-import { compileGoRegex, replaceAllGo } from '../go-regex.js';
+import { GoRegex } from '../go-regex.js';
 import { taskJson } from './tasks.js';
 import type { TaskInfo } from '../../../src/tasks/types.js';
 
@@ -116,19 +116,16 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const dir = normalize(str(f, 'src_dir'));
-    let re: RegExp;
+    let re: GoRegex;
     try {
-      re = compileGoRegex(str(f, 'src_name_regex'));
+      re = GoRegex.compile(str(f, 'src_name_regex'));
     } catch (e) {
       throw new ApiError(500, (e as Error).message);
     }
     const template = str(f, 'new_name_regex');
     for (const e of (await core.vfs.list(ctx, dir)).entries) {
-      if (e.virtual) continue;
-      re.lastIndex = 0;
-      if (!re.test(e.name)) continue;
-      re.lastIndex = 0;
-      const to = replaceAllGo(re, e.name, template);
+      if (e.virtual || !re.test(e.name)) continue;
+      const to = re.replaceAll(e.name, template);
       if (to === e.name) continue;
       validateName(to);
       await moveTo(core, ctx, join(dir, e.name), join(dir, to), to, false);
