@@ -16,6 +16,7 @@ import { principalOf } from '../../src/auth/accounts.js';
 import { can, type Principal } from '../../src/auth/principal.js';
 import { findKeyOwner, touchKey } from '../../src/auth/sshkeys.js';
 import type { Store } from '../../src/store/store.js';
+import type { UserRecord } from '../../src/store/types.js';
 
 const { utils } = ssh2;
 const METHODS: AuthContext['method'][] = ['publickey', 'keyboard-interactive', 'password'];
@@ -29,6 +30,8 @@ export interface AuthDeps {
 export class SftpAuth {
   /** Set once a method accepted; the session's identity. */
   principal?: Principal;
+  /** The user record the login was accepted for (recheckLogin compares later versions to it). */
+  user?: UserRecord;
 
   constructor(private readonly d: AuthDeps, private readonly ip: string) {}
 
@@ -52,8 +55,9 @@ export class SftpAuth {
     }
   }
 
-  private accept(ctx: AuthContext, principal: Principal, method: string): void {
+  private accept(ctx: AuthContext, user: UserRecord, principal: Principal, method: string): void {
     this.principal = principal;
+    this.user = user;
     this.d.log.info({ user: principal.username, ip: this.ip, method }, 'sftp login');
     ctx.accept();
   }
@@ -80,7 +84,7 @@ export class SftpAuth {
     }
     await touchKey(this.d.store, found.key.id);
     this.d.accounts.throttle.succeed(this.ip);
-    this.accept(ctx, principal, 'publickey');
+    this.accept(ctx, found.user, principal, 'publickey');
   }
 
   private login(username: string, password: string, otp?: string): Promise<LoginResult> {
@@ -89,7 +93,7 @@ export class SftpAuth {
 
   private async password(ctx: PasswordAuthContext): Promise<void> {
     const r = await this.login(ctx.username, ctx.password);
-    if (r.ok) return this.accept(ctx, r.principal, 'password');
+    if (r.ok) return this.accept(ctx, r.user, r.principal, 'password');
     this.refuse(ctx, r.reason === 'otp_required' ? 'otp_required (use keyboard-interactive)' : r.reason);
   }
 
@@ -103,9 +107,29 @@ export class SftpAuth {
       if (code === undefined) return this.refuse(ctx, 'aborted');
       r = await this.login(ctx.username, password, code.trim());
     }
-    if (r.ok) return this.accept(ctx, r.principal, 'keyboard-interactive');
+    if (r.ok) return this.accept(ctx, r.user, r.principal, 'keyboard-interactive');
     this.refuse(ctx, r.reason);
   }
+}
+
+/**
+ * Whether an SFTP login accepted for `login` still stands now that its record reads `now` (re-read
+ * after a users change): the principal to go on with, or why the connection must end. The rules
+ * are WebDAV's per-request re-check (accounts.ts authenticateCached): the user must exist under the
+ * same name, be enabled and keep the SFTP login bit, and the password must be the one that was
+ * valid at login. That is judged by salt + hash, not pwd_ts: every admin update bumps pwd_ts (to end
+ * REST tokens, as AList does) and WebDAV then re-verifies the password, which still succeeds unless
+ * it changed; a session cannot resend its password, but an unchanged salt + hash is the same answer.
+ * Any other change (permission bits, base_path) only gives the connection the new principal.
+ */
+export function recheckLogin(login: UserRecord, now: UserRecord | undefined): { principal: Principal } | { reason: string } {
+  if (!now) return { reason: 'user deleted' };
+  if (now.username !== login.username) return { reason: 'user renamed' };
+  if (now.salt !== login.salt || now.pwd_hash !== login.pwd_hash) return { reason: 'password changed' };
+  const principal = principalOf(now);
+  if (principal.disabled) return { reason: 'disabled' };
+  if (!can.login(principal, 'sftp')) return { reason: 'protocol_denied' };
+  return { principal };
 }
 
 /** One keyboard-interactive prompt; undefined when the client aborted or answered nothing. */

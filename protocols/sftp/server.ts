@@ -3,7 +3,13 @@
  * measured: without it ssh2 uploads at 0.2-0.5x OpenSSH — and the banner is read from the
  * `announcement` setting per connection). Only the `sftp` subsystem is served; shell, exec and
  * forwarding are refused with a message. Each authenticated connection gets one AccessContext
- * {principal, protocol:'sftp', ip}, shared by its SFTP channels.
+ * {principal, protocol:'sftp', ip} per SFTP channel.
+ *
+ * A login does not outlive its user's rights: after every users change (Accounts.onUsersChange: the
+ * admin API, /api/me, `treegate admin set` seen as an external store change) each live connection
+ * re-reads its user once (one store read per connection per change, none per request) and either
+ * goes on with the new principal or, when recheckLogin says the login no longer stands (deleted,
+ * disabled, SFTP bit gone, password changed), has its channels torn down and is disconnected.
  */
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -12,8 +18,9 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import type { Connection, ServerChannel, ServerConfig, Session } from 'ssh2';
 import type { Core } from '../../src/core.js';
-import type { AccessContext } from '../../src/auth/principal.js';
-import { SftpAuth } from './auth.js';
+import type { AccessContext, Principal } from '../../src/auth/principal.js';
+import { VfsError } from '../../src/errors.js';
+import { recheckLogin, SftpAuth } from './auth.js';
 import { loadHostKeys } from './hostkeys.js';
 import { attachPacketArena } from './packet-arena.js';
 import { withReusedReads, type ReusedReads } from './reused-reads.js';
@@ -98,6 +105,11 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   /** Live sockets (and their read buffers) by remote address:port: how onClient, given only ssh2's info, finds them. */
   const byPeer = new Map<string, { socket: Socket; reads?: ReusedReads }>();
   const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
+  /** Logged-in connections: each re-reads its user after a users change. */
+  const logins = new Set<{ recheck(): void }>();
+  const unsubscribe = core.accounts.onUsersChange(() => {
+    for (const l of logins) l.recheck();
+  });
 
   const onClient = (client: Connection, ip: string, port: number | undefined) => {
     const { socket, reads } = byPeer.get(peerKey(ip, port)) ?? {};
@@ -119,7 +131,37 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       auth.handle(a);
     });
     client.on('ready', () => {
-      const principal = auth.principal!;
+      let principal: Principal = auth.principal!;
+      const loginUser = auth.user!;
+      let revoked = false;
+      /** Numbers the re-reads, so a slow one cannot overwrite the answer of a later one. */
+      let rereads = 0;
+      const revoke = (reason: string) => {
+        if (revoked) return;
+        revoked = true;
+        log.info({ ip, user: loginUser.username, reason }, 'sftp login revoked, closing the connection');
+        for (const s of sessions) s.teardown();
+        client.end();
+      };
+      const login = {
+        recheck: () => {
+          const n = ++rereads;
+          core.accounts.byId(loginUser.id).then(
+            (now) => {
+              if (n !== rereads || revoked) return;
+              const v = recheckLogin(loginUser, now);
+              if ('reason' in v) revoke(v.reason);
+              else principal = v.principal;
+            },
+            (err: unknown) => {
+              log.error({ err, ip, user: loginUser.username }, 'sftp: re-reading the user failed');
+              revoke('user lookup failed');
+            },
+          );
+        },
+      };
+      logins.add(login);
+      client.on('close', () => logins.delete(login));
       // After login the idle timeout proper applies.
       clearTimeout(timer);
       const idle = setTimeout(() => {
@@ -131,11 +173,24 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       client.on('close', () => clearTimeout(idle));
       client.on('session', (acceptSession) => {
         const session: Session = acceptSession();
-        session.on('sftp', (accept) => {
+        session.on('sftp', (accept, reject) => {
+          if (revoked) return reject();
           touchIdle();
           // One AccessContext per channel: its signal stops that channel's VFS calls when it ends.
+          // SftpSession keeps this object and the VFS reads ctx.principal on every call, so a getter
+          // hands each request the connection's current principal (replaced after a users change)
+          // with no copy to keep in step. Once revoked there is none: it throws FORBIDDEN, which the
+          // session answers as PERMISSION_DENIED to anything that arrives before the socket is gone.
           const abort = new AbortController();
-          const ctx: AccessContext = { principal, protocol: 'sftp', ip, signal: abort.signal };
+          const ctx: AccessContext = {
+            get principal(): Principal {
+              if (revoked) throw new VfsError('FORBIDDEN', 'login revoked');
+              return principal;
+            },
+            protocol: 'sftp',
+            ip,
+            signal: abort.signal,
+          };
           sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)) }));
         });
         session.on('shell', (accept) => refuseChannel(accept));
@@ -207,6 +262,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     address: addr.address,
     port: addr.port,
     close: async () => {
+      unsubscribe();
       const listening = new Promise<void>((resolve) => tcp.close(() => resolve()));
       const closed = sockets.size ? new Promise<void>((resolve) => (allClosed = resolve)) : Promise.resolve();
       for (const s of sockets) s.end();

@@ -87,9 +87,28 @@ export class Accounts {
   /** keyed digest of (protocol, username, password) → the login it gave. */
   private readonly verified = new Map<string, VerifiedCredential>();
   private readonly cacheKey = crypto.randomBytes(32).toString('hex');
+  /** onUsersChange listeners: holders of long-lived logins (SFTP connections). */
+  private readonly usersListeners = new Set<() => void>();
 
   constructor(private readonly store: Store) {
-    store.onExternalChange(() => this.verified.clear());
+    store.onExternalChange(() => this.usersChanged());
+  }
+
+  /**
+   * Called after user records may have changed: every in-process user write is followed by
+   * forgetCredentials() or setPassword() (the REST routes' rule), and another process's write
+   * (`treegate admin set`) arrives as the store's external change. Whoever keeps a principal beyond
+   * one request (an SFTP connection) re-reads its user here instead of on every request. Listeners
+   * run synchronously after the write is stored; they must not throw. Returns an unsubscribe.
+   */
+  onUsersChange(listener: () => void): () => void {
+    this.usersListeners.add(listener);
+    return () => this.usersListeners.delete(listener);
+  }
+
+  private usersChanged(): void {
+    this.verified.clear();
+    for (const l of this.usersListeners) l();
   }
 
   async byName(username: string): Promise<UserRecord | undefined> {
@@ -177,7 +196,7 @@ export class Accounts {
     const salt = newSalt();
     const pwd_hash = await hashPassword(plain, salt);
     const user = await this.store.users.update(userId, { salt, pwd_hash, pwd_ts: this.nextPwdTs(await this.byId(userId)) });
-    this.verified.clear();
+    this.usersChanged();
     return user;
   }
 
@@ -186,8 +205,11 @@ export class Accounts {
     return Math.max(Math.floor(Date.now() / 1000), (user?.pwd_ts ?? 0) + 1);
   }
 
-  /** Drop cached credentials (after any user change: disable, delete, permission change). */
+  /**
+   * Drop cached credentials and tell onUsersChange listeners (after any user change: disable,
+   * delete, permission change).
+   */
   forgetCredentials(): void {
-    this.verified.clear();
+    this.usersChanged();
   }
 }
