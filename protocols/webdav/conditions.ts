@@ -3,10 +3,14 @@
  * covers a resource the write changes must have its token submitted by the lock's owner (else 423).
  */
 import { isVfsError } from '../../src/errors.js';
+import { isWithin, relativeTo } from '../../src/paths.js';
+import type { Entry } from '../../src/vfs/types.js';
 import { DavError } from './errors.js';
 import { evaluateIf, parseIf, submittedTokens, type IfList, type ResourceState } from './if-header.js';
 import { etagOf } from './resource.js';
-import { userPathOf, vpathOf, type Dav } from './request.js';
+import { utf8Header } from '../header-text.js';
+import { hrefOf, userPathOf, vpathOf, type Dav } from './request.js';
+import { esc } from './xml.js';
 import type { LockInfo } from './locks.js';
 
 export interface WriteTarget {
@@ -16,10 +20,45 @@ export interface WriteTarget {
   deep?: boolean;
 }
 
+const etagList = (h: string) => h.split(',').map((s) => s.trim());
+const weakless = (t: string) => (t.startsWith('W/') ? t.slice(2) : t);
+const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
+
+/**
+ * RFC 9110 §13.2.2 preconditions on the request's own resource (`e`; undefined when it does not
+ * exist): 412, 304 (GET/HEAD only) or undefined to go on. If-Match compares strongly, If-None-Match
+ * weakly; a write answers 412 where GET answers 304, and ignores If-Modified-Since.
+ */
+export function conditional(dav: Pick<Dav, 'req' | 'method'>, e: Entry | undefined): number | undefined {
+  const h = dav.req.headers;
+  const read = dav.method === 'GET' || dav.method === 'HEAD';
+  const etag = e && etagOf(e);
+  const ifMatch = h['if-match'];
+  if (ifMatch && (!etag || (ifMatch.trim() !== '*' && !etagList(ifMatch).includes(etag)))) return 412;
+  const ius = h['if-unmodified-since'];
+  if (!ifMatch && e && ius && !Number.isNaN(Date.parse(ius)) && seconds(e.modified) > Date.parse(ius) / 1000) return 412;
+  const inm = h['if-none-match'];
+  if (inm) return etag && (inm.trim() === '*' || etagList(inm).map(weakless).includes(etag)) ? (read ? 304 : 412) : undefined;
+  const ims = h['if-modified-since'];
+  if (read && e && ims && !Number.isNaN(Date.parse(ims)) && seconds(e.modified) <= Date.parse(ims) / 1000) return 304;
+  return undefined;
+}
+
+/** True when the request carries an RFC 9110 precondition a write must evaluate. */
+export function hasPreconditions(dav: Pick<Dav, 'req'>): boolean {
+  const h = dav.req.headers;
+  return !!(h['if-match'] || h['if-none-match'] || h['if-unmodified-since']);
+}
+
+/** A write's RFC 9110 preconditions on its own resource (undefined when missing): 412 when false. */
+export function checkPreconditions(dav: Dav, e: Entry | undefined): void {
+  if (conditional(dav, e) !== undefined) throw new DavError(412, 'precondition failed');
+}
+
 /** The parsed `If` header, or undefined when there is none. */
 export function ifLists(dav: Dav): IfList[] | undefined {
   const h = dav.req.headers['if'];
-  return typeof h === 'string' && h.trim() !== '' ? parseIf(h) : undefined;
+  return typeof h === 'string' && h.trim() !== '' ? parseIf(utf8Header(h)) : undefined; // tagged URLs may be raw UTF-8
 }
 
 /** Current lock tokens and ETag of the resource an If list names. */
@@ -49,10 +88,15 @@ export function blockingLocks(dav: Dav, targets: WriteTarget[], submitted: Reado
   if (dav.locks.empty) return [];
   const uid = dav.ctx.principal.userId;
   const out: LockInfo[] = [];
+  const held = (l: LockInfo) => submitted.has(l.token) && l.userId === uid;
+  // RFC 4918 §6.1: any one holder of a shared lock may write what it covers with its own token, so
+  // a shared lock does not block where the client holds another shared lock covering the same place
+  // (the target, or the lock's own root when it lies below a deep target). Exclusive locks: unchanged.
+  const sharesWithHeld = (vpath: string) => dav.locks.covering(vpath).some((m) => m.scope === 'shared' && held(m));
   for (const t of targets) {
     const v = vpathOf(dav, t.path);
     const near = t.deep ? [...dav.locks.covering(v), ...dav.locks.within(v)] : dav.locks.covering(v);
-    for (const l of near) if (!(submitted.has(l.token) && l.userId === uid)) out.push(l);
+    for (const l of near) if (!held(l) && !(l.scope === 'shared' && sharesWithHeld(isWithin(v, l.root) ? l.root : v))) out.push(l);
   }
   return out;
 }
@@ -60,5 +104,17 @@ export function blockingLocks(dav: Dav, targets: WriteTarget[], submitted: Reado
 /** The full check for a write: If header, then locks. */
 export async function checkWrite(dav: Dav, targets: WriteTarget[]): Promise<void> {
   const submitted = await checkIf(dav);
-  if (blockingLocks(dav, targets, submitted).length) throw new DavError(423, 'the resource is locked', 'lock-token-submitted');
+  const blocking = blockingLocks(dav, targets, submitted);
+  if (blocking.length) throw new DavError(423, 'the resource is locked', 'lock-token-submitted', await lockedHrefs(dav, blocking));
+}
+
+/** `<D:href>`s of the locked resources, for lock-token-submitted (RFC 4918 §16). */
+async function lockedHrefs(dav: Dav, locks: LockInfo[]): Promise<string> {
+  const out = new Set<string>();
+  for (const l of locks) {
+    const p = relativeTo(dav.ctx.principal.basePath, l.root) ?? '/'; // a lock above the user's root: their root
+    const isDir = p === '/' || (await dav.deps.vfs.stat(dav.ctx, p).then((e) => e.isDir, () => false));
+    out.add(`<D:href>${esc(hrefOf(p, isDir, dav.deps.siteBase))}</D:href>`);
+  }
+  return [...out].join('');
 }

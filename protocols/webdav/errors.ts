@@ -30,6 +30,8 @@ export class DavError extends Error {
     readonly status: number,
     message?: string,
     readonly condition?: string,
+    /** XML content of the condition element (the `<D:href>`s of lock-token-submitted). */
+    readonly detail?: string,
   ) {
     super(message ?? `HTTP ${status}`);
     this.name = 'DavError';

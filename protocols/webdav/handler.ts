@@ -104,7 +104,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       const ip = clientIp(req, deps.trustedProxies);
       const principal = await authenticate(deps, req, ip);
       user = principal.username;
-      const fn = METHODS[method];
+      const fn = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined; // the method is client input
       if (!fn) throw new DavError(KNOWN_ELSEWHERE.has(method) ? 405 : 501, `${method} is not supported`);
       if (!loaded) await load();
       await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal } });
@@ -129,11 +129,12 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
     if (status === 429) headers['Retry-After'] = '60';
     if (status === 405 || status === 501) headers['Allow'] = Object.keys(METHODS).join(', ');
     const condition = e instanceof DavError ? e.condition : undefined;
+    const detail = e instanceof DavError ? e.detail : undefined;
     // An unread upload: small ones are drained so the connection can be reused, big ones cut off.
     const pending = Number(req.headers['content-length'] ?? (req.headers['transfer-encoding'] ? Infinity : 0));
     if (!req.complete && pending > 1 << 20) headers['Connection'] = 'close';
     else drain(req);
-    sendStatus(res, status, headers, condition ? errorBody(condition) : `${status} ${STATUS_TEXT[status] ?? ''}`.trim());
+    sendStatus(res, status, headers, condition ? errorBody(condition, detail) : `${status} ${STATUS_TEXT[status] ?? ''}`.trim());
   }
 
   return {

@@ -67,8 +67,11 @@ function memoDate(fmt: (d: Date) => string): (d: Date) => string {
 const isoDate = memoDate((d) => d.toISOString());
 const rfc1123 = memoDate(httpDate);
 
-/** Every live property in the DAV: namespace; undefined from a renderer means "not defined here". */
-export const LIVE: Record<string, Render> = {
+/**
+ * Every live property in the DAV: namespace; undefined from a renderer means "not defined here".
+ * Null prototype: it is looked up by client-sent names (`constructor`, `__proto__` are not properties).
+ */
+export const LIVE: Record<string, Render> = Object.assign(Object.create(null) as Record<string, Render>, {
   creationdate: (e) => `<D:creationdate>${isoDate(e.created ?? e.modified)}</D:creationdate>`,
   displayname: (e) => `<D:displayname>${esc(e.name)}</D:displayname>`,
   getcontentlength: (e) => (e.isDir ? undefined : `<D:getcontentlength>${e.size}</D:getcontentlength>`),
@@ -81,7 +84,7 @@ export const LIVE: Record<string, Render> = {
   'quota-available-bytes': (_e, c) =>
     c.quota?.available !== undefined ? `<D:quota-available-bytes>${c.quota.available}</D:quota-available-bytes>` : undefined,
   'quota-used-bytes': (_e, c) => (c.quota?.used !== undefined ? `<D:quota-used-bytes>${c.quota.used}</D:quota-used-bytes>` : undefined),
-};
+} satisfies Record<string, Render>);
 
 /** allprop's live properties in one pass (the hot path of big listings); same output as ALLPROP. */
 export function allLive(e: Entry, c: LiveCtx): string {

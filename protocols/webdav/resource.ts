@@ -9,7 +9,8 @@ export function etagOf(e: Pick<Entry, 'modified' | 'size'>): string {
 /** RFC 1123 date, as getlastmodified and Last-Modified want it. */
 export const httpDate = (d: Date) => d.toUTCString();
 
-const TYPES: Record<string, string> = {
+// Null prototype: looked up by the file's extension (`a.constructor`).
+const TYPES: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, {
   txt: 'text/plain; charset=utf-8', md: 'text/markdown; charset=utf-8', html: 'text/html; charset=utf-8', htm: 'text/html; charset=utf-8',
   css: 'text/css; charset=utf-8', js: 'text/javascript; charset=utf-8', mjs: 'text/javascript; charset=utf-8', json: 'application/json',
   xml: 'application/xml', csv: 'text/csv; charset=utf-8', pdf: 'application/pdf', zip: 'application/zip', gz: 'application/gzip',
@@ -21,7 +22,7 @@ const TYPES: Record<string, string> = {
   xlsx: 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet',
   pptx: 'application/vnd.openxmlformats-officedocument.presentationml.presentation',
   epub: 'application/epub+zip', iso: 'application/x-iso9660-image', wasm: 'application/wasm',
-};
+});
 
 export function contentTypeOf(name: string): string {
   const dot = name.lastIndexOf('.');

@@ -34,7 +34,8 @@ const parser = new XMLParser({
   cdataPropName: '#cdata',
 });
 
-const ENT: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
+// Null prototype: looked up by names from the request body (`&constructor;` is no entity).
+const ENT: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" });
 
 function decode(s: string): string {
   if (!s.includes('&')) return s;
@@ -64,7 +65,7 @@ function build(raw: Raw, parentScope: ReadonlyMap<string, string>): XNode {
   if (!name) throw new DavError(400, 'malformed XML');
   const rawAttrs = (raw[':@'] as Record<string, string> | undefined) ?? {};
   let scope = parentScope;
-  const attrs: Record<string, string> = {};
+  const attrs = Object.create(null) as Record<string, string>; // keyed by client attribute names
   for (const [k, v] of Object.entries(rawAttrs)) {
     const val = decode(String(v));
     if (k === 'xmlns' || k.startsWith('xmlns:')) {
@@ -153,6 +154,7 @@ export function nsElement(ns: string, local: string, inner = ''): string {
 export const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n';
 
 /** A `<D:error>` body naming a precondition (RFC 4918 §16). */
-export function errorBody(condition: string): string {
-  return `${XML_HEAD}<D:error xmlns:D="DAV:"><D:${condition}/></D:error>`;
+export function errorBody(condition: string, detail = ''): string {
+  const inner = detail ? `<D:${condition}>${detail}</D:${condition}>` : `<D:${condition}/>`;
+  return `${XML_HEAD}<D:error xmlns:D="DAV:">${inner}</D:error>`;
 }

@@ -6,15 +6,16 @@
 import { Readable } from 'node:stream';
 import { isVfsError } from '../../../src/errors.js';
 import { isWithin } from '../../../src/paths.js';
-import { checkWrite, type WriteTarget } from '../conditions.js';
+import { checkPreconditions, checkWrite, type WriteTarget } from '../conditions.js';
 import { DavError } from '../errors.js';
+import { utf8Header } from '../../header-text.js';
 import { parentOf, sendStatus, userPathOf, vpathOf, type Dav } from '../request.js';
 import { requireParent, statOrUndefined } from './get-put.js';
 
 function destinationOf(dav: Dav): string {
   const h = dav.req.headers.destination;
   if (typeof h !== 'string' || h === '') throw new DavError(400, 'Destination header missing');
-  const dst = userPathOf(h, dav.deps.siteBase);
+  const dst = userPathOf(utf8Header(h), dav.deps.siteBase);
   if (dst === undefined) throw new DavError(502, 'Destination is not on this WebDAV server');
   return dst;
 }
@@ -31,9 +32,13 @@ export async function copyMove(dav: Dav): Promise<void> {
   const src = await vfs.stat(dav.ctx, dav.path);
   if (dst === dav.path) throw new DavError(403, 'source and destination are the same');
   if (src.isDir && isWithin(dav.path, dst)) throw new DavError(403, 'cannot copy or move a collection into itself');
+  // Overwriting an ancestor of the source would delete the source with it (and all its siblings):
+  // refuse before anything is removed. 409 as Apache mod_dav ("Destination collection contains the Source").
+  if (isWithin(dst, dav.path)) throw new DavError(409, 'the destination collection contains the source');
   await requireParent(dav, dst);
   const existing = await statOrUndefined(dav, dst);
   if (existing && ow === 'F') throw new DavError(412, 'the destination exists');
+  checkPreconditions(dav, src);
 
   const targets: WriteTarget[] = [{ path: dst, deep: true }, { path: parentOf(dst) }];
   if (move) targets.push({ path: dav.path, deep: true }, { path: parentOf(dav.path) });

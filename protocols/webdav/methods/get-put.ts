@@ -7,28 +7,13 @@ import { encodePathForUrl } from '../../../src/paths.js';
 import { signPath } from '../../../src/sign.js';
 import type { ByteRange } from '../../../drivers/types.js';
 import type { Entry } from '../../../src/vfs/types.js';
-import { blockingLocks, checkWrite, ifLists } from '../conditions.js';
+import { blockingLocks, checkPreconditions, checkWrite, conditional, hasPreconditions, ifLists } from '../conditions.js';
 import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
 import { uploadBody } from '../upload-body.js';
 
-const etagList = (h: string) => h.split(',').map((s) => s.trim().replace(/^W\//, ''));
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
-
-/** 304/412 answers of RFC 9110 §13 conditional requests; undefined to go on. */
-function conditional(dav: Dav, e: Entry, etag: string): number | undefined {
-  const h = dav.req.headers;
-  const ifMatch = h['if-match'];
-  if (ifMatch && ifMatch.trim() !== '*' && !etagList(ifMatch).includes(etag)) return 412;
-  const ius = h['if-unmodified-since'];
-  if (!ifMatch && ius && !Number.isNaN(Date.parse(ius)) && seconds(e.modified) > Date.parse(ius) / 1000) return 412;
-  const inm = h['if-none-match'];
-  if (inm) return inm.trim() === '*' || etagList(inm).includes(etag) ? 304 : undefined;
-  const ims = h['if-modified-since'];
-  if (ims && !Number.isNaN(Date.parse(ims)) && seconds(e.modified) <= Date.parse(ims) / 1000) return 304;
-  return undefined;
-}
 
 /** The single byte range asked for, undefined for the whole file; 'bad' when unsatisfiable. */
 export function parseRange(header: string | undefined, size: number): ByteRange | undefined | 'bad' {
@@ -49,8 +34,9 @@ function ifRangeHolds(h: string | undefined, e: Entry, etag: string): boolean {
   if (!h) return true;
   const v = h.trim();
   if (v.startsWith('"') || v.startsWith('W/')) return v === etag;
+  // RFC 9110 §13.1.5: a date must equal Last-Modified exactly (an entity tag compares strongly, above).
   const t = Date.parse(v);
-  return !Number.isNaN(t) && seconds(e.modified) <= t / 1000;
+  return !Number.isNaN(t) && seconds(e.modified) === t / 1000;
 }
 
 /** A redirect the storage's webdav_policy asks for, or undefined to stream through treegate. */
@@ -84,7 +70,7 @@ export async function get(dav: Dav): Promise<void> {
     'Accept-Ranges': 'bytes',
     'Content-Type': contentTypeOf(e.name),
   };
-  const cond = conditional(dav, e, etag);
+  const cond = conditional(dav, e);
   if (cond) return sendStatus(dav.res, cond, cond === 304 ? { ETag: etag, 'Last-Modified': headers['Last-Modified']! } : {});
 
   let range = ifRangeHolds(dav.req.headers['if-range'] as string | undefined, e, etag) ? parseRange(dav.req.headers.range, e.size) : undefined;
@@ -123,21 +109,24 @@ export { statOrUndefined };
 
 /**
  * Checks that must run before the VFS sees the PUT because they depend on whether the target
- * exists: an `If` header, or a lock near the target (a lock on the parent blocks creating a member,
+ * exists: an `If` header, If-Match/If-None-Match/If-Unmodified-Since, or a lock near the target (a lock on the parent blocks creating a member,
  * not replacing one). Such a PUT looks both paths up first, as before (409 before 423). Otherwise
  * (the common case) nothing can block the write, and vfs.put's own lookups answer 409 and 201/204.
  */
 async function preflight(dav: Dav): Promise<void> {
   const targets = [{ path: dav.path }, { path: parentOf(dav.path) }];
-  if (!ifLists(dav) && !blockingLocks(dav, targets, new Set()).length) return;
+  if (!ifLists(dav) && !hasPreconditions(dav) && !blockingLocks(dav, targets, new Set()).length) return;
   // Both looked up at once: the parent matters only when the target is new.
   const [existing, parentDir] = await Promise.all([statOrUndefined(dav, dav.path), statOrUndefined(dav, parentOf(dav.path))]);
   if (existing?.isDir) throw new VfsError('IS_A_DIR');
   if (!existing && !parentDir?.isDir) throw new DavError(409, 'the parent collection does not exist');
+  checkPreconditions(dav, existing);
   await checkWrite(dav, existing ? [{ path: dav.path }] : targets);
 }
 
 export async function put(dav: Dav): Promise<void> {
+  // No partial PUT here: RFC 9110 §14.4 wants a 400 rather than the fragment stored as the whole file.
+  if (dav.req.headers['content-range'] !== undefined) throw new DavError(400, 'PUT with Content-Range is not supported');
   await preflight(dav);
   const mtimeHeader = dav.req.headers['x-oc-mtime'];
   const mtime = typeof mtimeHeader === 'string' && /^\d+(\.\d+)?$/.test(mtimeHeader) ? new Date(Number(mtimeHeader) * 1000) : undefined;

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream';
 import { can } from '../../../src/auth/principal.js';
 import { VfsError } from '../../../src/errors.js';
-import { checkIf, checkWrite, ifLists } from '../conditions.js';
+import { checkIf, checkPreconditions, checkWrite, ifLists } from '../conditions.js';
 import { DavError } from '../errors.js';
 import { submittedTokens } from '../if-header.js';
 import { activeLock } from '../live-props.js';
@@ -49,9 +49,11 @@ export async function lock(dav: Dav): Promise<void> {
   const existing = await statOrUndefined(dav, dav.path);
   if (existing) {
     if (!(await vfs.facts(dav.ctx, parentOf(dav.path))).write) throw new VfsError('READ_ONLY');
+    checkPreconditions(dav, existing);
     await checkIf(dav);
   } else {
     await requireParent(dav, dav.path);
+    checkPreconditions(dav, undefined);
     await checkWrite(dav, [{ path: parentOf(dav.path) }]);
   }
   const lockDepth = depth === '0' ? '0' : 'infinity';

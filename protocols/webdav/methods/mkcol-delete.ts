@@ -1,6 +1,6 @@
 /** MKCOL (RFC 4918 §9.3) and DELETE (§9.6). */
 import { VfsError } from '../../../src/errors.js';
-import { checkWrite } from '../conditions.js';
+import { checkPreconditions, checkWrite } from '../conditions.js';
 import { DavError } from '../errors.js';
 import { drain, hasBody, parentOf, sendStatus, vpathOf, type Dav } from '../request.js';
 import { requireParent, statOrUndefined } from './get-put.js';
@@ -12,6 +12,7 @@ export async function mkcol(dav: Dav): Promise<void> {
   }
   if (dav.path === '/' || (await statOrUndefined(dav, dav.path))) throw new VfsError('EXISTS');
   await requireParent(dav, dav.path);
+  checkPreconditions(dav, undefined);
   await checkWrite(dav, [{ path: parentOf(dav.path) }]);
   await dav.deps.vfs.mkdir(dav.ctx, dav.path);
   sendStatus(dav.res, 201);
@@ -21,6 +22,7 @@ export async function del(dav: Dav): Promise<void> {
   const e = await dav.deps.vfs.stat(dav.ctx, dav.path);
   const depth = String(dav.req.headers.depth ?? 'infinity').toLowerCase();
   if (e.isDir && depth !== 'infinity') throw new DavError(400, 'DELETE of a collection needs Depth: infinity');
+  checkPreconditions(dav, e);
   await checkWrite(dav, [{ path: dav.path, deep: true }, { path: parentOf(dav.path) }]);
   await dav.deps.vfs.remove(dav.ctx, dav.path);
   const v = vpathOf(dav, dav.path);

@@ -53,7 +53,8 @@ export async function propfind(dav: Dav): Promise<void> {
     }
   } else self = await vfs.stat(dav.ctx, dav.path);
 
-  const wantsQuota = want.kind === 'prop' && want.names.some((n) => n.ns === DAV_NS && n.local.startsWith('quota-'));
+  const asked = want.kind === 'prop' ? want.names : want.kind === 'allprop' ? want.include : [];
+  const wantsQuota = asked.some((n) => n.ns === DAV_NS && n.local.startsWith('quota-'));
   let quota: Quota | undefined;
   if (wantsQuota) {
     const u = await vfs.usage(dav.ctx, dav.path).catch(() => ({}) as { total?: number; free?: number; used?: number });
@@ -117,6 +118,7 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
       if (d) found += nsElement(d.ns, d.local, d.xml);
       else missing += qnameXml(q);
     }
-    return wrap(href, (found ? propstat(found, 200) : '') + (missing ? propstat(missing, 404) : ''));
+    // An empty <D:prop/> still gets a (empty) propstat: a response needs one (RFC 4918 §14.24).
+    return wrap(href, (found || !missing ? propstat(found, 200) : '') + (missing ? propstat(missing, 404) : ''));
   };
 }

@@ -5,7 +5,7 @@
  */
 import { can } from '../../../src/auth/principal.js';
 import { VfsError } from '../../../src/errors.js';
-import { checkWrite } from '../conditions.js';
+import { checkPreconditions, checkWrite } from '../conditions.js';
 import type { DeadProp, PropOp } from '../dead-props.js';
 import { DavError } from '../errors.js';
 import { isLive } from '../live-props.js';
@@ -43,6 +43,7 @@ export async function proppatch(dav: Dav): Promise<void> {
   if (!(await vfs.facts(dav.ctx, parentOf(dav.path))).write) {
     throw new VfsError('READ_ONLY');
   }
+  checkPreconditions(dav, entry);
   await checkWrite(dav, [{ path: dav.path }]);
 
   const protectedOps = ops.filter((o) => isLive(opName(o).ns, opName(o).local));
