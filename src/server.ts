@@ -41,8 +41,16 @@ export interface StartOptions {
 /** How long a graceful stop waits for in-flight requests before cutting connections. */
 const DRAIN_MS = 10_000;
 
-function isDav(url: string | undefined): boolean {
-  return !!url && (url === DAV_PREFIX || url.startsWith(DAV_PREFIX + '/') || url.startsWith(DAV_PREFIX + '?'));
+/**
+ * Requests for the WebDAV handler: everything under /dav, and a plain OPTIONS of the site root
+ * (not a CORS preflight, which carries Origin). Windows' WebDAV redirector asks `OPTIONS /` before
+ * it maps a folder below it, and gives up on a 404.
+ */
+function isDav(req: IncomingMessage): boolean {
+  const url = req.url;
+  if (!url) return false;
+  if (url === DAV_PREFIX || url.startsWith(DAV_PREFIX + '/') || url.startsWith(DAV_PREFIX + '?')) return true;
+  return req.method === 'OPTIONS' && url === '/' && req.headers.origin === undefined;
 }
 
 export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = {}): Promise<RunningServer> {
@@ -78,7 +86,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
         stripBasePathFromRequest(req, basePath);
-        return dav && isDav(req.url) ? dav.handle(req, res) : handler(req, res);
+        return dav && isDav(req) ? dav.handle(req, res) : handler(req, res);
       }),
   });
   await app.listen({ host: config.http.address, port: config.http.port });

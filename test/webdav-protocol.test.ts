@@ -27,6 +27,9 @@ describe('authentication', () => {
     expect(o.headers['dav']).toBe('1, 2');
     expect(o.headers['ms-author-via']).toBe('DAV');
     expect(o.headers['allow']).toContain('PROPFIND');
+    // Windows' redirector asks the site root first; a CORS preflight there stays the REST app's.
+    const root = await davRequest(ts.url, 'OPTIONS', '/');
+    expect([root.status, root.headers['dav'], root.headers['ms-author-via']]).toEqual([200, '1, 2', 'DAV']);
     const none = await davRequest(ts.url, 'PROPFIND', '/dav/');
     expect(none.status).toBe(401);
     expect(none.headers['www-authenticate']).toMatch(/^Basic realm="treegate"/);

@@ -98,7 +98,10 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
     });
     try {
       const p = userPathOf(req.url ?? '/');
-      if (p === undefined) throw new DavError(404);
+      if (p === undefined) {
+        if (method === 'OPTIONS' && req.url === '/') return optionsAnonymous(res); // the site root (server.ts)
+        throw new DavError(404);
+      }
       path = p;
       if (method === 'OPTIONS' && !req.headers.authorization) return optionsAnonymous(res);
       const ip = clientIp(req, deps.trustedProxies);
