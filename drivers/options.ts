@@ -118,7 +118,7 @@ function coerce(spec: OptionSpec, raw: unknown): string | number | boolean {
 
 /**
  * Build the typed options for a driver from a storage's `addition` (JSON text or an object):
- * omitted keys get the declared default, values are coerced to the declared type, unknown keys are
+ * omitted keys get the declared default (unless formDefaultOnly), values are coerced to the declared type, unknown keys are
  * dropped. Throws VfsError('INVALID') naming the option for bad JSON, a missing required value, a
  * non-number, a non-bool or a select value outside its list.
  */
@@ -138,8 +138,9 @@ export function parseOptions<O extends readonly OptionSpec[]>(def: DriverDefinit
   for (const raw of def.options) {
     const spec = effectiveSpec(def.config, raw);
     const given = input[spec.name];
-    const value = coerce(spec, given === undefined || given === null ? spec.default ?? (spec.type === 'number' ? '0' : '') : given);
-    if (spec.required && spec.type !== 'bool' && value === '') throw bad(`option ${spec.name} is required`);
+    const fallback = spec.formDefaultOnly ? '' : spec.default ?? (spec.type === 'number' ? '0' : '');
+    const value = coerce(spec, given === undefined || given === null ? fallback : given);
+    if (spec.required && !spec.formDefaultOnly && spec.type !== 'bool' && value === '') throw bad(`option ${spec.name} is required`);
     if (spec.type === 'select' && value !== '' && spec.options) {
       const allowed = spec.options.split(',');
       if (!allowed.includes(String(value))) throw bad(`option ${spec.name} must be one of ${spec.options}, got ${JSON.stringify(value)}`);

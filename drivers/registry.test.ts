@@ -75,13 +75,17 @@ describe('parseOptions', () => {
       root_folder_path: '/srv', thumbnail: false, thumb_cache_folder: '', thumb_concurrency: '16', video_thumb_pos: '20%',
       show_hidden: false, mkdir_perm: '777', recycle_bin_path: 'delete permanently',
     });
-    expect(parseOptions(local, undefined).root_folder_path).toBe('/');
+    // Local's `/` is only the form's suggestion (formDefaultOnly): missing or empty fails the driver's init.
+    expect(parseOptions(local, undefined).root_folder_path).toBe('');
+    expect(parseOptions(local, '{"root_folder_path":""}').root_folder_path).toBe('');
+    const remote = { ...local, options: [{ name: 'root_folder_path', type: 'string' }] } as unknown as DriverDefinition;
+    expect(parseOptions(remote, undefined).root_folder_path).toBe('/');
+    expect(() => parseOptions(remote, '{"root_folder_path":""}')).toThrow('option root_folder_path is required');
   });
 
   it.each([
     ['not json', 'addition is not valid JSON'],
     ['[1]', 'addition must be a JSON object'],
-    ['{"root_folder_path":""}', 'option root_folder_path is required'],
     ['{"show_hidden":"maybe"}', 'option show_hidden must be true or false'],
   ])('refuses %s', (input, message) => {
     try {

@@ -14,6 +14,7 @@
  *   EXISTS     when creating over an existing name (mkdir over a file, rename/move/copy onto an entry),
  *   NOT_A_DIR  when listing a file or using a file as a parent,
  *   IS_A_DIR   when linking/putting over a directory,
+ *   NOT_EMPTY  when removing a folder that holds anything with `onlyEmpty`,
  *   UPSTREAM   for backend I/O failures (keep the native error as `cause`),
  *   INVALID    for names the backend cannot hold.
  */
@@ -57,6 +58,15 @@ export interface CallArgs {
   signal?: AbortSignal;
 }
 
+export interface RemoveArgs extends CallArgs {
+  /**
+   * rmdir(2) semantics: a folder that holds anything in the backend (including entries `list`
+   * skips, such as dotfiles or temp files) is refused with NOT_EMPTY and left untouched; an empty
+   * folder is removed. Files are removed as usual. Default false (remove the whole tree).
+   */
+  onlyEmpty?: boolean;
+}
+
 export interface PutArgs extends CallArgs {
   /** Final name inside `dstDir` (already validated). */
   name: string;
@@ -98,8 +108,8 @@ export interface Driver {
   move?(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj | void>;
   /** Recursive copy into another folder of the same storage, same name. Fails with EXISTS if taken. */
   copy?(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj | void>;
-  /** Remove a file or a folder with everything under it. */
-  remove?(obj: Obj, args: CallArgs): Promise<void>;
+  /** Remove a file or a folder with everything under it; with `onlyEmpty`, only an empty folder. */
+  remove?(obj: Obj, args: RemoveArgs): Promise<void>;
   put?(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj | void>;
   /** Set a file's mtime (SFTP SETSTAT, WebDAV X-OC-Mtime after the fact). */
   setModified?(obj: Obj, modified: Date, args: CallArgs): Promise<void>;
@@ -173,6 +183,12 @@ export interface OptionSpec {
   readonly help?: string;
   /** Never logged; still returned to admins in the storage's `addition` (AList does the same). */
   readonly secret?: boolean;
+  /**
+   * The default (or default_root) is only what the admin form pre-fills: an omitted value stays
+   * empty and `required` is left to the driver's init, so the storage is kept with the error as its
+   * status, as AList does. For Local's root_folder_path, where `/` would serve the host's root.
+   */
+  readonly formDefaultOnly?: boolean;
 }
 
 type ValueOf<T extends OptionType> = T extends 'number' ? number : T extends 'bool' ? boolean : string;
@@ -218,7 +234,7 @@ export interface TreeAccess {
   moveTo(src: string, dst: string, args: CallArgs): Promise<Obj>;
   /** Copy to the full path `dst`; EXISTS when taken; CROSS_MOUNT across storages. */
   copyTo(src: string, dst: string, args: CallArgs): Promise<Obj>;
-  remove(path: string, args: CallArgs): Promise<void>;
+  remove(path: string, args: RemoveArgs): Promise<void>;
   /** Stream a file to the full path `path` atomically, replacing a file there. */
   put(path: string, stream: Readable, args: Omit<PutArgs, 'name'>): Promise<Obj>;
   setModified(path: string, modified: Date, args: CallArgs): Promise<void>;

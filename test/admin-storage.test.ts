@@ -3,6 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signWith } from '../src/sign.js';
 import type { TestServer } from './harness.js';
 import { expectCode, list, makeUser, names, ok, putFile, startRestServer } from './fs-helpers.js';
 
@@ -89,6 +90,22 @@ describe('storage create/update/delete', () => {
     const got = await ts.api<Storage>(`/api/admin/storage/get?id=${id}`, { token: admin });
     expect(got.data!.status).not.toBe('work');
     expect((await list(ts, admin, '/broken')).code).toBe(500);
+  });
+
+  it('a Local storage without root_folder_path fails init instead of serving the host root', async () => {
+    for (const [mount_path, extra] of [['/s7', {}], ['/s8', { addition: '{"root_folder_path":""}' }]] as const) {
+      const r = await create({ mount_path, driver: 'Local', ...extra });
+      expect(r.code).toBe(500);
+      expect(r.message).toBe('failed init storage but storage is already created: failed init storage: root_folder_path is required: the host folder this storage serves');
+      const got = await ts.api<Storage>(`/api/admin/storage/get?id=${(r.data as { id: number }).id}`, { token: admin });
+      expect(got.data!.status).toBe('root_folder_path is required: the host folder this storage serves');
+      expect((await list(ts, admin, mount_path)).code).toBe(500);
+      expect((await ts.api('/api/fs/get', { token: admin, body: { path: `${mount_path}/etc/hostname` } })).code).toBe(500);
+      // /d answers errors as an HTTP 200 envelope; the host's file must not be what comes back.
+      const file = `${mount_path}/etc/hostname`;
+      const raw = await fetch(`${ts.url}/d${file}?sign=${encodeURIComponent(signWith(ts.running.core.settings.get('token'), file, 0))}`);
+      expect(JSON.parse(await raw.text())).toMatchObject({ code: 500, message: 'storage not init: root_folder_path is required: the host folder this storage serves' });
+    }
   });
 
   it('update moves the mount path; driver change and unknown id are 500', async () => {

@@ -78,6 +78,25 @@ describe('meta rules over SFTP', () => {
     expect(listed(seer.stdout)).toContain('secret.txt');
   });
 
+  it('rmdir of a folder whose only entries are hidden (meta hide, upload temp files) fails and keeps them', async () => {
+    await mkdir(join(storage, 'pub', 'sub'));
+    await writeFile(join(storage, 'pub', 'sub', 'secret.txt'), 'hidden below');
+    await mkdir(join(storage, 'pub', 'tmps'));
+    await writeFile(join(storage, 'pub', 'tmps', '.treegate-upload-live'), 'in flight');
+    await mkdir(join(storage, 'pub', 'empty'));
+    const r = await runSftp(logins.get('rita')!, ['ls /pub/sub', '-rmdir /pub/sub', '-rmdir /pub/tmps', 'rmdir /pub/empty']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(listed(r.stdout)).not.toContain('secret.txt');
+    expect((r.stderr.match(/remote rmdir "\/pub\/(sub|tmps)": Failure/g) ?? []).length, r.stderr).toBe(2);
+    const code = await withSsh2Sftp({ port: s.sftpPort, username: 'rita', privateKey: await readFile(logins.get('rita')!.key!) }, (sftp) =>
+      statusCode((cb) => sftp.rmdir('/pub/sub', cb)),
+    );
+    expect(code).toBe(STATUS.FAILURE);
+    expect(await readFile(join(storage, 'pub', 'sub', 'secret.txt'), 'utf8')).toBe('hidden below');
+    expect(await readFile(join(storage, 'pub', 'tmps', '.treegate-upload-live'), 'utf8')).toBe('in flight');
+    expect(await exists('pub/empty')).toBe(false);
+  });
+
   it('write: refused without the write bit, allowed where meta grants write', async () => {
     const up = join(dir, 'up.txt');
     const r = await runSftp(logins.get('rita')!, [`-put ${up} /ro/new.txt`, '-mkdir /ro/sub', `put ${up} /drop/new.txt`, 'mkdir /drop/sub']);

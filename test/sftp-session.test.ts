@@ -175,6 +175,67 @@ describe('uploads', () => {
   });
 });
 
+describe('what sshfs sends', () => {
+  type Cb<T = void> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
+  const p = <T>(call: (cb: Cb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));
+
+  it('STAT/LSTAT of a file open for writing answer the handle (size so far) until CLOSE', async () => {
+    await withSsh2Sftp(asAdmin(), async (sftp) => {
+      const h = await p<Buffer>((cb) => sftp.open('/created.txt', 'w', cb)); // WRITE|CREAT|TRUNC
+      const st0 = await p<import('ssh2').Stats>((cb) => sftp.stat('/created.txt', cb));
+      expect([st0.isFile(), st0.size]).toEqual([true, 0]);
+      await p<void>((cb) => sftp.write(h, Buffer.from('hello'), 0, 5, 0, (e) => cb(e, undefined)));
+      const [st1, lst1] = [await p<import('ssh2').Stats>((cb) => sftp.stat('/created.txt', cb)), await p<import('ssh2').Stats>((cb) => sftp.lstat('/created.txt', cb))];
+      expect([st1.isFile(), st1.size, lst1.size]).toEqual([true, 5, 5]);
+      await p<void>((cb) => sftp.close(h, (e) => cb(e, undefined)));
+      expect((await p<import('ssh2').Stats>((cb) => sftp.stat('/created.txt', cb))).size).toBe(5);
+    });
+    expect(await readFile(join(storage(), 'created.txt'), 'utf8')).toBe('hello');
+  });
+
+  it('(F)SETSTAT: the current size is a no-op, any other size is OP_UNSUPPORTED; mtime and size both count', async () => {
+    await writeFile(join(storage(), 'sized.txt'), '12345');
+    const old = (await stat(join(storage(), 'sized.txt'))).mtimeMs;
+    const t = { atime: 1_600_000_000, mtime: 1_600_000_000 };
+    const codes = await withSsh2Sftp(asAdmin(), async (sftp) => {
+      const w = await p<Buffer>((cb) => sftp.open('/sized-w.txt', 'w', cb));
+      await p<void>((cb) => sftp.write(w, Buffer.from('abc'), 0, 3, 0, (e) => cb(e, undefined)));
+      const r = await p<Buffer>((cb) => sftp.open('/sized.txt', 'r', cb));
+      const out = [
+        await statusCode((cb) => sftp.fsetstat(w, { size: 3 }, cb)),
+        await statusCode((cb) => sftp.fsetstat(w, { size: 0 }, cb)), // sshfs ftruncate
+        await statusCode((cb) => sftp.fsetstat(w, { size: 1, ...t }, cb)),
+        await statusCode((cb) => sftp.fsetstat(r, { size: 2 }, cb)),
+        await statusCode((cb) => sftp.setstat('/sized.txt', { size: 0, ...t }, cb)), // refused whole: mtime untouched
+        await statusCode((cb) => sftp.setstat('/sized.txt', { size: 5 }, cb)),
+      ];
+      expect((await stat(join(storage(), 'sized.txt'))).mtimeMs).toBe(old);
+      out.push(await statusCode((cb) => sftp.setstat('/sized.txt', { size: 5, ...t }, cb)));
+      await p<void>((cb) => sftp.close(r, (e) => cb(e, undefined)));
+      await p<void>((cb) => sftp.close(w, (e) => cb(e, undefined)));
+      return out;
+    });
+    const U = STATUS.OP_UNSUPPORTED;
+    expect(codes).toEqual([undefined, U, U, U, U, undefined, undefined]);
+    expect(await readFile(join(storage(), 'sized-w.txt'), 'utf8')).toBe('abc');
+    expect(await readFile(join(storage(), 'sized.txt'), 'utf8')).toBe('12345');
+    expect((await stat(join(storage(), 'sized.txt'))).mtimeMs).toBe(1_600_000_000_000);
+  });
+
+  it('MKDIR and OPEN under a missing folder are NO_SUCH_FILE and create nothing; under a file, FAILURE', async () => {
+    await writeFile(join(storage(), 'plain.txt'), 'x');
+    const codes = await withSsh2Sftp(asAdmin(), async (sftp) => [
+      await statusCode((cb) => sftp.mkdir('/nodir-a/b/c', cb)),
+      await statusCode((cb) => sftp.open('/nodir-b/x.txt', 'w', (e) => cb(e))),
+      await statusCode((cb) => sftp.open('/nodir-c/x.txt', 'a', (e) => cb(e))),
+      await statusCode((cb) => sftp.mkdir('/plain.txt/sub', cb)),
+      await statusCode((cb) => sftp.open('/plain.txt/x.txt', 'w', (e) => cb(e))),
+    ]);
+    expect(codes).toEqual([STATUS.NO_SUCH_FILE, STATUS.NO_SUCH_FILE, STATUS.NO_SUCH_FILE, STATUS.FAILURE, STATUS.FAILURE]);
+    expect((await readdir(storage())).filter((n) => n.startsWith('nodir-'))).toEqual([]);
+  });
+});
+
 describe('sessions', () => {
   it('serves concurrent sessions and several SFTP channels on one connection', async () => {
     const files = await Promise.all(

@@ -41,7 +41,7 @@ function fakeTree(m: MemoryDriver): TreeAccess {
       return basename(dst) === o.name ? moved : m.rename(moved, basename(dst));
     },
     copyTo: async (src, dst) => m.copy(await at(src), await at(parent(dst))),
-    remove: async (p) => m.remove(await at(p)),
+    remove: async (p, a) => m.remove(await at(p), a),
     put: async (p, stream, args: Omit<PutArgs, 'name'>) => m.put(await at(parent(p)), stream, { ...args, name: basename(p) }),
     setModified: async (p, d) => m.setModified(await at(p), d),
   };

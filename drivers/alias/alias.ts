@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable } from 'node:stream';
 import { isVfsError, VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, parent, segments, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, TreeAccess } from '../types.js';
+import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs, TreeAccess } from '../types.js';
 import type { AliasOptions } from './index.js';
 import { parseTargets, resolve, type Targets } from './targets.js';
 
@@ -162,7 +162,7 @@ export class WritableAliasDriver extends AliasDriver {
     return this.transfer('copy', obj, dstDir, args);
   }
 
-  remove(obj: Obj, args: CallArgs): Promise<void> {
+  remove(obj: Obj, args: RemoveArgs): Promise<void> {
     return this.via(async () => this.tree.remove(await this.single(obj.path, args), args));
   }
 

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vit
 import pino from 'pino';
 import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type Obj } from '../types.js';
 import { chunked, codeOf, collect, failing, names, NO_ARGS, objAt, readAll, rootObj } from './helpers.js';
+import { ctx, makeCore, principal, storage } from '../../src/vfs/testing.js';
 
 export interface ConformanceSetup {
   options: Record<string, unknown>;
@@ -199,6 +200,42 @@ export function runConformance(def: DriverDefinition, makeOptions: () => Promise
       expect((await readAll(driver, `${dir.path}/d2/to/f`)).toString()).toBe('F');
     });
 
+    it('a move under a new name through the VFS works whenever the target name is free', async (t) => {
+      need(t, 'canMkdir', 'canPut', 'canMove', 'canRename');
+      const dir = await fresh();
+      const mk = async (at: Obj, name: string) => (await driver.mkdir!(at, name, NO_ARGS)) || (await objAt(driver, `${at.path}/${name}`));
+      const [ma, mb] = [await mk(dir, 'ma'), await mk(dir, 'mb')];
+      for (const [at, name, text] of [[ma, 'x', 'X'], [ma, 'y', 'Y'], [mb, 'x', 'BX'], [ma, 'f', 'F'], [ma, 'h', 'H'], [mb, 'h', 'BH']] as const) {
+        await put(at, name, Buffer.from(text));
+      }
+      const dx = await mk(ma, 'dx');
+      await put(dx, 'in', Buffer.from('IN'));
+      await mk(ma, 'dy');
+      await mk(mb, 'dx');
+      // The VFS mounts this very driver (a Memory driver's objects live in its instance); the suite keeps its lifecycle.
+      const view = new Proxy(driver, {
+        get: (d, key) => (key === 'init' || key === 'drop' ? async () => undefined : typeof Reflect.get(d, key) === 'function' ? Reflect.get(d, key).bind(d) : Reflect.get(d, key)),
+      });
+      const core = await makeCore([{ ...def, create: () => view }]);
+      try {
+        const made = await core.storages.create({ ...storage('/s', def.config.name), addition: JSON.stringify(setup.options) });
+        expect(made.error).toBeUndefined();
+        const admin = ctx(principal(0xfff));
+        const v = (p: string) => `/s${dir.path}/${p}`;
+        await core.vfs.moveTo(admin, v('ma/f'), v('mb/g')); // old name free in the target folder
+        await core.vfs.moveTo(admin, v('ma/h'), v('mb/k')); // new name free in the source folder
+        await core.vfs.moveTo(admin, v('ma/x'), v('mb/y')); // taken on both sides: a temporary name
+        await core.vfs.moveTo(admin, v('ma/dx'), v('mb/dy'));
+        expect((await names(driver, ma.path)).sort()).toEqual(['dy', 'y']);
+        expect((await names(driver, mb.path)).sort()).toEqual(['dx', 'dy', 'g', 'h', 'k', 'x', 'y']);
+        const read = async (p: string) => (await readAll(driver, `${dir.path}/${p}`)).toString();
+        expect([await read('mb/g'), await read('mb/k'), await read('mb/y'), await read('mb/x'), await read('ma/y'), await read('mb/dy/in')])
+          .toEqual(['F', 'H', 'X', 'BX', 'Y', 'IN']);
+      } finally {
+        await core.cleanup();
+      }
+    });
+
     it('copy copies files and whole trees; EXISTS when taken', async (t) => {
       need(t, 'canMkdir', 'canPut', 'canCopy');
       const dir = await fresh();
@@ -226,6 +263,18 @@ export function runConformance(def: DriverDefinition, makeOptions: () => Promise
       await driver.remove!(await objAt(driver, sub.path), NO_ARGS);
       expect(await names(driver, dir.path)).toEqual([]);
       expect(await codeOf(driver.remove!(f, NO_ARGS))).toBe('NOT_FOUND');
+    });
+
+    it('remove with onlyEmpty refuses a folder holding anything (NOT_EMPTY), removes an empty one', async (t) => {
+      need(t, 'canMkdir', 'canPut', 'canRemove');
+      const dir = await fresh();
+      const full = (await driver.mkdir!(dir, 'full', NO_ARGS)) || (await objAt(driver, `${dir.path}/full`));
+      await put(full, 'keep', Buffer.from('k'));
+      expect(await codeOf(driver.remove!(full, { onlyEmpty: true }))).toBe('NOT_EMPTY');
+      expect((await readAll(driver, `${full.path}/keep`)).toString()).toBe('k');
+      await driver.remove!(await objAt(driver, `${full.path}/keep`), { onlyEmpty: true });
+      await driver.remove!(await objAt(driver, full.path), { onlyEmpty: true });
+      expect(await names(driver, dir.path)).toEqual([]);
     });
 
     it('usage reports numbers when supported', async (t) => {

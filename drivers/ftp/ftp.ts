@@ -3,7 +3,7 @@ import { PassThrough, pipeline, Writable, type Readable } from 'node:stream';
 import { FileType, FTPError, type Client, type FileInfo } from 'basic-ftp';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
-import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { counter, destroyOnAbort, tempName } from '../util/streams.js';
 import type { FtpOptions } from './index.js';
 import { parseListDate } from './list-date.js';
@@ -212,11 +212,20 @@ export class FtpDriver implements Driver {
     return this.moveTo(obj, join(dstDir.path, obj.name), args.signal);
   }
 
-  async remove(obj: Obj, args: CallArgs): Promise<void> {
+  async remove(obj: Obj, args: RemoveArgs): Promise<void> {
     const remote = this.remote(obj.path);
     await this.session.run(async (c) => {
       if (!obj.isDir) return void (await c.remove(remote));
       if (!(await isDir(c, remote))) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
+      if (args.onlyEmpty) {
+        // LIST may skip dotfiles; RMD itself refuses a folder with anything in it (550 here: the
+        // folder was just found, so that is what it means).
+        const notEmpty = new VfsError('NOT_EMPTY', undefined, { path: obj.path });
+        if ((await c.list(remote)).some((f) => f.name !== '.' && f.name !== '..')) throw notEmpty;
+        return void (await c.removeEmptyDir(remote).catch((e: unknown) => {
+          throw e instanceof FTPError && e.code === 550 ? notEmpty : e;
+        }));
+      }
       await c.removeDir(remote);
     }, { signal: args.signal, path: obj.path });
   }

@@ -8,7 +8,8 @@ import { configFlags } from '../options.js';
 import { LocalDriver } from './local.js';
 
 const options = [
-  { name: 'root_folder_path', type: 'string' },
+  // Never defaulted to the form's `/` (the host's root): missing or empty fails init instead.
+  { name: 'root_folder_path', type: 'string', formDefaultOnly: true },
   { name: 'thumbnail', type: 'bool', required: true, help: 'enable thumbnail' },
   { name: 'thumb_cache_folder', type: 'string' },
   {

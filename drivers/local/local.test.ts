@@ -8,8 +8,9 @@ import { parseOptions } from '../options.js';
 import { runConformance } from '../conformance/suite.js';
 import { codeOf, collect, failing, NO_ARGS, rootObj } from '../conformance/helpers.js';
 import { openLink } from '../../src/vfs/link.js';
-import type { Driver, DriverDefinition } from '../types.js';
+import type { Driver, DriverDefinition, Obj } from '../types.js';
 import { localDefinition } from './index.js';
+import { TEMP_PREFIX } from './listing.js';
 
 
 const def = localDefinition as unknown as DriverDefinition;
@@ -38,6 +39,33 @@ describe('Local driver specifics', () => {
     await writeFile(join(outside, 'secret.txt'), 'secret');
   });
   afterEach(() => rm(base, { recursive: true, force: true }));
+
+  it('refuses to create entries under the upload temp-file prefix (hidden and swept otherwise)', async () => {
+    const d = await make();
+    const reserved = `${TEMP_PREFIX}mine`;
+    const sub = (await d.mkdir(rootObj, 'sub', NO_ARGS)) as Obj;
+    const file = (await d.put(rootObj, Readable.from([Buffer.from('x')]), { name: 'f' })) as Obj;
+    const attempts = [
+      () => d.put(rootObj, Readable.from([Buffer.from('x')]), { name: reserved }),
+      () => d.mkdir(rootObj, reserved, NO_ARGS),
+      () => d.rename(file, reserved, NO_ARGS),
+      () => d.rename(sub, `${TEMP_PREFIX}dir`, NO_ARGS),
+    ];
+    for (const attempt of attempts) await expect(attempt()).rejects.toMatchObject({ code: 'INVALID', message: expect.stringContaining('is a reserved name') });
+    await writeFile(join(root, reserved), 'planted on the host');
+    const planted = await d.get(`/${reserved}`, NO_ARGS);
+    expect(await codeOf(d.move(planted, sub, NO_ARGS))).toBe('INVALID');
+    expect(await codeOf(d.copy(planted, sub, NO_ARGS))).toBe('INVALID');
+    expect((await readdir(root)).sort()).toEqual([reserved, 'f', 'sub']);
+    expect(await readdir(join(root, 'sub'))).toEqual([]);
+  });
+
+  it('init fails without a root_folder_path (never the host root)', async () => {
+    for (const addition of [undefined, '{"root_folder_path":""}', '{"root_folder_path":"  "}']) {
+      const d = await def.create(parseOptions(def, addition), { log: pino({ level: 'silent' }), dataDir: base });
+      await expect(d.init(AbortSignal.timeout(5000))).rejects.toMatchObject({ code: 'INVALID', message: 'root_folder_path is required: the host folder this storage serves' });
+    }
+  });
 
   it('init fails with AList\'s message when the root is missing', async () => {
     const d = await def.create(parseOptions(def, { root_folder_path: join(base, 'nope') }), { log: pino({ level: 'silent' }), dataDir: base });
@@ -140,6 +168,22 @@ describe('Local driver specifics', () => {
     expect((await d.list(rootObj, NO_ARGS)).map((o) => o.name)).toEqual(['plain']);
     await d.mkdir(rootObj, 'perm', NO_ARGS);
     expect((await stat(join(root, 'perm'))).mode & 0o777).toBe(0o750 & ~process.umask());
+  });
+
+  it('remove with onlyEmpty counts entries the listing skips (dot files, upload temp files)', async () => {
+    for (const f of ['dots/.dot', `temps/${TEMP_PREFIX}live`]) {
+      await mkdir(join(root, f, '..'));
+      await writeFile(join(root, f), 'x');
+    }
+    for (const bin of ['', join(base, 'bin')]) {
+      const d = await make({ show_hidden: false, recycle_bin_path: bin });
+      for (const dir of ['/dots', '/temps']) {
+        expect(await d.list(await d.get(dir, NO_ARGS), NO_ARGS)).toEqual([]);
+        expect(await codeOf(d.remove(await d.get(dir, NO_ARGS), { onlyEmpty: true }))).toBe('NOT_EMPTY');
+      }
+    }
+    expect((await readdir(root)).sort()).toEqual(['dots', 'temps']);
+    expect(await readFile(join(root, 'dots', '.dot'), 'utf8')).toBe('x');
   });
 
   it('lists a 20,000-entry folder sorted byte-wise', async () => {

@@ -1,12 +1,12 @@
 import { lstatSync, statSync, type Stats } from 'node:fs';
-import { cp, lstat, mkdir, realpath, rename, rm, stat, statfs, utimes } from 'node:fs/promises';
+import { cp, lstat, mkdir, readdir, realpath, rename, rm, rmdir, stat, statfs, utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, normalize, parent, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
-import { listHostDir } from './listing.js';
+import { listHostDir, TEMP_PREFIX } from './listing.js';
 import { putFile } from './put-file.js';
 import { watchRoot } from './watch.js';
 import type { LocalOptions } from './index.js';
@@ -34,6 +34,15 @@ function stamp(d = new Date()): string {
   return `_${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
 }
 
+/**
+ * A name this driver may create: upload temp files are named TEMP_PREFIX…, hidden from listings and
+ * swept when stale, so a user's entry under such a name would vanish and could be deleted.
+ */
+function creatableName(name: string): string {
+  if (validateName(name).startsWith(TEMP_PREFIX)) throw new VfsError('INVALID', `${name} is a reserved name`);
+  return name;
+}
+
 async function exists(host: string): Promise<boolean> {
   return lstat(host).then(() => true, (e: NodeJS.ErrnoException) => {
     if (e.code === 'ENOENT') return false;
@@ -47,7 +56,7 @@ export class LocalDriver implements Driver {
   private readonly mkdirMode: number;
 
   constructor(private readonly opts: LocalOptions, _ctx: DriverContext) {
-    this.root = nodePath.resolve(opts.root_folder_path);
+    this.root = opts.root_folder_path.trim() === '' ? '' : nodePath.resolve(opts.root_folder_path);
     this.mkdirMode = parseInt(opts.mkdir_perm || '777', 8);
   }
 
@@ -56,6 +65,7 @@ export class LocalDriver implements Driver {
     if (!Number.isInteger(this.mkdirMode) || this.mkdirMode < 0 || this.mkdirMode > 0o7777) {
       throw new VfsError('INVALID', `mkdir_perm ${this.opts.mkdir_perm} is not an octal mode`);
     }
+    if (this.root === '') throw new VfsError('INVALID', 'root_folder_path is required: the host folder this storage serves');
     const st = await stat(this.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`root folder ${this.root} not exists`);
     this.paths = new HostPaths(this.root, await realpath(this.root));
@@ -114,7 +124,7 @@ export class LocalDriver implements Driver {
   }
 
   async mkdir(parent: Obj, name: string): Promise<Obj> {
-    const dpath = join(parent.path, validateName(name));
+    const dpath = join(parent.path, creatableName(name));
     await this.requireDir(parent.path);
     return this.at(dpath, async (host) => {
       await mkdir(host, { mode: this.mkdirMode });
@@ -139,7 +149,7 @@ export class LocalDriver implements Driver {
   }
 
   async rename(obj: Obj, newName: string): Promise<Obj> {
-    const dst = join(parent(obj.path), validateName(newName));
+    const dst = join(parent(obj.path), creatableName(newName));
     if (dst === obj.path) return this.get(dst);
     const [s, d] = await this.pair(obj.path, dst);
     await rename(s, d).catch((e) => { throw fromErrno(e, dst); });
@@ -153,7 +163,7 @@ export class LocalDriver implements Driver {
   async move(obj: Obj, dstDir: Obj): Promise<Obj> {
     this.refuseIntoItself(obj, dstDir);
     await this.requireDir(dstDir.path);
-    const dst = join(dstDir.path, obj.name);
+    const dst = join(dstDir.path, creatableName(obj.name));
     const [s, d] = await this.pair(obj.path, dst);
     await this.moveHost(s, d).catch((e) => { throw fromErrno(e, dst); });
     return this.get(dst);
@@ -173,23 +183,27 @@ export class LocalDriver implements Driver {
   async copy(obj: Obj, dstDir: Obj): Promise<Obj> {
     this.refuseIntoItself(obj, dstDir);
     await this.requireDir(dstDir.path);
-    const dst = join(dstDir.path, obj.name);
+    const dst = join(dstDir.path, creatableName(obj.name));
     const [s, d] = await this.pair(obj.path, dst);
     await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true })
       .catch((e) => { throw fromErrno(e, dst); });
     return this.get(dst);
   }
 
-  async remove(obj: Obj): Promise<void> {
+  async remove(obj: Obj, args?: RemoveArgs): Promise<void> {
     if (isRootPath(obj.path)) throw new VfsError('FORBIDDEN', 'the storage root cannot be removed');
     const { host } = await this.p.resolve(obj.path);
     try {
-      await lstat(host);
+      // onlyEmpty judges by the host folder itself, never the listing (which skips dotfiles when
+      // show_hidden is off, and upload temp files): rmdir(2) refuses anything in it (ENOTEMPTY).
+      const st = await lstat(host);
+      const only = args?.onlyEmpty === true && st.isDirectory();
       const bin = this.opts.recycle_bin_path.trim();
       if (bin === '' || bin === NO_RECYCLE) {
-        await rm(host, { recursive: true });
+        await (only ? rmdir(host) : rm(host, { recursive: true }));
         return;
       }
+      if (only && (await readdir(host)).length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
       const binDir = nodePath.resolve(bin);
       await mkdir(binDir, { recursive: true, mode: this.mkdirMode });
       let target = nodePath.join(binDir, obj.name);
@@ -201,7 +215,7 @@ export class LocalDriver implements Driver {
   }
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
-    const name = validateName(args.name);
+    const name = creatableName(args.name);
     const dpath = join(dstDir.path, name);
     // The folder is resolved once; the target is its real path plus the name, the same directory
     // entry as the lexical path, so the final rename replaces the entry itself (never a link's target).

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
 import { isWithin, join, segments, validateName } from '../../src/paths.js';
-import type { ByteRange, CallArgs, Driver, Link, Obj, PutArgs } from '../types.js';
+import type { ByteRange, CallArgs, Driver, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 
 interface FileNode { kind: 'file'; data: Buffer; modified: Date; created: Date }
 interface DirNode { kind: 'dir'; children: Map<string, Node>; modified: Date; created: Date }
@@ -133,8 +133,10 @@ export class MemoryDriver implements Driver {
     return this.transfer(obj, dstDir, true);
   }
 
-  async remove(obj: Obj): Promise<void> {
+  async remove(obj: Obj, args?: RemoveArgs): Promise<void> {
     const [d, name] = this.parentAndName(obj.path);
+    const node = d.children.get(name);
+    if (args?.onlyEmpty && node?.kind === 'dir' && node.children.size) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
     if (!d.children.delete(name)) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
   }
 

@@ -6,7 +6,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { abortError, counter } from '../util/streams.js';
 import type { S3Options } from './index.js';
 import { copySource, KeyMap, s3Error } from './keys.js';
@@ -250,15 +250,19 @@ export class S3Driver implements Driver {
     return this.transfer(obj, dstDir, obj.name, true, args.signal);
   }
 
-  async remove(obj: Obj, args: CallArgs): Promise<void> {
+  async remove(obj: Obj, args: RemoveArgs): Promise<void> {
     await this.call(obj.path, async () => {
       if (!obj.isDir) {
         if (!(await this.head(obj.path, args.signal))) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
         await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.keys.key(obj.path) }), { abortSignal: args.signal });
         return;
       }
-      const keys = await allKeys(this.params(this.keys.dirPrefix(obj.path), args.signal));
+      const prefix = this.keys.dirPrefix(obj.path);
+      const keys = await allKeys(this.params(prefix, args.signal));
       if (!keys.length) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
+      // onlyEmpty: the folder's own placeholder objects are all it may hold.
+      const own = new Set([prefix, prefix + this.placeholderName, prefix + ALIST_PLACEHOLDER]);
+      if (args.onlyEmpty && keys.some((k) => !own.has(k))) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
       await this.deleteKeys(keys, args.signal);
     });
   }

@@ -4,7 +4,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Attributes, SFTPWrapper, Stats } from 'ssh2';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
-import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs } from '../types.js';
+import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, tempName } from '../util/streams.js';
 import { call, parseAddress, SftpConnection, sftpError, sftpStatus } from './connection.js';
 import type { SftpOptions } from './index.js';
@@ -220,7 +220,7 @@ export class SftpDriver implements Driver {
     for (const child of await this.list(src, { signal })) await this.copyTree(child, made, signal);
   }
 
-  async remove(obj: Obj, args: CallArgs): Promise<void> {
+  async remove(obj: Obj, args: RemoveArgs): Promise<void> {
     const st = await this.read(obj.path, (s) => call<Stats>((cb) => s.lstat(this.remote(obj.path), cb)), args.signal);
     const remote = this.remote(obj.path);
     if (!st.isDirectory()) {
@@ -228,7 +228,10 @@ export class SftpDriver implements Driver {
       return;
     }
     const dir = this.obj(obj.path, st, true);
-    for (const child of await this.list(dir, args)) await this.remove(child, args);
+    const children = await this.list(dir, args);
+    // onlyEmpty: READDIR shows every entry; the server's rmdir refuses a folder filled meanwhile.
+    if (args.onlyEmpty && children.length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
+    for (const child of children) await this.remove(child, args);
     await this.write(obj.path, (s) => call((cb) => s.rmdir(remote, cb)), args.signal);
   }
 

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, parent, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, Link, Obj, PutArgs } from '../types.js';
+import type { CallArgs, Driver, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import type { templateDefinition } from './index.js';
 
 type Options = Parameters<typeof templateDefinition.create>[0];
@@ -60,8 +60,11 @@ export class TemplateDriver implements Driver {
     return this.obj(p, it);
   }
 
-  async remove(obj: Obj): Promise<void> {
+  async remove(obj: Obj, args?: RemoveArgs): Promise<void> {
     this.item(obj.path);
+    if (args?.onlyEmpty && [...this.items.keys()].some((p) => p !== obj.path && isWithin(obj.path, p))) {
+      throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
+    }
     for (const p of [...this.items.keys()]) if (isWithin(obj.path, p)) this.items.delete(p);
   }
 

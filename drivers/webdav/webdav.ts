@@ -1,7 +1,7 @@
 import { pipeline, type Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, segments, validateName } from '../../src/paths.js';
-import { INSTANCE_HEADER, type ByteRange, type CallArgs, type Driver, type DriverContext, type Link, type Obj, type PutArgs } from '../types.js';
+import { INSTANCE_HEADER, type ByteRange, type CallArgs, type Driver, type DriverContext, type Link, type Obj, type PutArgs, type RemoveArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, slice, tempName } from '../util/streams.js';
 import { basicAuth, DavHttp, text, type DavResponse } from './http.js';
 import type { WebDavOptions } from './index.js';
@@ -217,7 +217,9 @@ export class WebDavDriver implements Driver {
     return this.transfer('COPY', obj, join(dstDir.path, obj.name), args.signal);
   }
 
-  async remove(obj: Obj, args: CallArgs): Promise<void> {
+  async remove(obj: Obj, args: RemoveArgs): Promise<void> {
+    // DELETE is always recursive: onlyEmpty can only go by what the server's PROPFIND shows.
+    if (args.onlyEmpty && obj.isDir && (await this.list(obj, args)).length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
     const res = await this.http.request('DELETE', this.url(obj.path, obj.isDir), { signal: args.signal });
     if (res.status < 200 || res.status >= 300) throw statusError(res, 'DELETE', obj.path);
     res.body.resume();

@@ -165,16 +165,20 @@ export class SftpSession {
     s.on('FSETSTAT', (id: number, h: Buffer, attrs: InputAttributes) =>
       this.run(id, async () => {
         const hd = this.handle(h);
-        if (hd.kind === 'write') {
-          if (attrs.mtime !== undefined) hd.setModified(toDate(attrs.mtime));
-        } else await this.setstat(hd.path, attrs);
+        if (hd.kind === 'write') this.setstatWriting(hd, attrs);
+        else await this.setstat(hd.path, attrs);
         this.ok(id);
       }),
     );
     s.on('SETSTAT', (id: number, p: string, attrs: InputAttributes) => this.run(id, async () => (await this.setstat(clientPath(p), attrs), this.ok(id))));
     const stat = (id: number, p: string) =>
       this.run(id, async () => {
-        const a = attrsOf(await this.vfs.stat(this.ctx, clientPath(p)));
+        const path = clientPath(p);
+        // A file this session has open for writing is answered from the handle while it is open:
+        // the upload only lands at CLOSE (until then the VFS has no file, or the old one whose size
+        // TRUNC made stale), and sshfs STATs right after OPEN(CREAT) and fails the create on ENOENT.
+        const w = this.writerOf(path);
+        const a = w ? await this.fstat(w) : attrsOf(await this.vfs.stat(this.ctx, path));
         this.out().attrs(id, a);
       });
     s.on('STAT', stat);
@@ -207,8 +211,8 @@ export class SftpSession {
       this.run(id, async () => {
         const path = clientPath(p);
         if (!(await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('NOT_A_DIR');
-        if ((await this.vfs.list(this.ctx, path)).entries.length) throw new VfsError('NOT_EMPTY');
-        await this.vfs.remove(this.ctx, path);
+        // rmdir(2): the VFS judges emptiness by the storage, hidden entries included.
+        await this.vfs.remove(this.ctx, path, { onlyEmpty: true });
         this.ok(id);
       }),
     );
@@ -216,7 +220,7 @@ export class SftpSession {
       this.run(id, async () => {
         const path = clientPath(p);
         if (await this.statOrUndefined(path)) throw new VfsError('EXISTS', 'file exists');
-        await this.vfs.mkdir(this.ctx, path);
+        await this.vfs.mkdir(this.ctx, path, { parents: false }).catch((e: unknown) => this.missingParent(path, e));
         this.ok(id);
       }),
     );
@@ -279,7 +283,7 @@ export class SftpSession {
       await w.start();
     } catch (e) {
       this.handles.delete(hid.toString('hex'));
-      throw e;
+      return this.missingParent(path, e);
     }
     if (this.ended) throw new VfsError('UPSTREAM', 'session ended');
     this.out().handle(id, hid);
@@ -293,17 +297,44 @@ export class SftpSession {
     this.ok(id);
   }
 
+  /**
+   * The put (parents: false) and mkdir (parents: false) refuse a missing parent, or a file in its
+   * place, with NOT_A_DIR; OpenSSH answers NO_SUCH_FILE for the first (ENOENT): tell them apart.
+   */
+  private async missingParent(path: string, e: unknown): Promise<never> {
+    if (isVfsError(e, 'NOT_A_DIR') && !(await this.statOrUndefined(posix.dirname(path)))) throw new VfsError('NOT_FOUND', undefined, { path: posix.dirname(path) });
+    throw e;
+  }
+
+  /** The write handle this session has open on `path` (the latest one), if any. */
+  private writerOf(path: string): WriteHandle | undefined {
+    let found: WriteHandle | undefined;
+    for (const h of this.handles.values()) if (h.kind === 'write' && h.path === path) found = h;
+    return found;
+  }
+
   private async fstat(h: Handle): Promise<Attributes> {
     if (h.kind === 'read') return attrsOf(h.entry);
     if (h.kind === 'write') return attrsOf({ isDir: false, size: h.size, modified: new Date() });
     return attrsOf(await this.vfs.stat(this.ctx, h.path));
   }
 
-  /** Only mtime maps onto the VFS; modes and owners are accepted and ignored (`put -p` sends them). */
+  /**
+   * mtime maps onto the VFS; a size is accepted only when it is the current size (a no-op), any
+   * other is refused whole (nothing applied): truncate is not supported. Modes and owners are
+   * accepted and ignored (`put -p` sends them). A path this session is writing goes to its handle.
+   */
   private async setstat(path: string, attrs: InputAttributes): Promise<void> {
-    if (attrs.mtime !== undefined) return this.vfs.setModified(this.ctx, path, toDate(attrs.mtime));
-    const entry = await this.vfs.stat(this.ctx, path);
-    if (attrs.size !== undefined && attrs.size !== entry.size) throw new VfsError('NOT_SUPPORTED', 'truncate is not supported');
+    const w = this.writerOf(path);
+    if (w) return this.setstatWriting(w, attrs);
+    if (attrs.size !== undefined) refuseResize((await this.vfs.stat(this.ctx, path)).size, attrs.size);
+    if (attrs.mtime !== undefined) await this.vfs.setModified(this.ctx, path, toDate(attrs.mtime));
+  }
+
+  /** (F)SETSTAT of a file being written: the size so far is the current size; mtime waits for CLOSE. */
+  private setstatWriting(w: WriteHandle, attrs: InputAttributes): void {
+    if (attrs.size !== undefined) refuseResize(w.size, attrs.size);
+    if (attrs.mtime !== undefined) w.setModified(toDate(attrs.mtime));
   }
 
   /** Client EOF (its stdin closed): finish what is in flight, send exit-status 0, close the channel. */
@@ -339,6 +370,10 @@ export class SftpSession {
     this.writePool.clear();
     this.d.abort.abort();
   }
+}
+
+function refuseResize(current: number, wanted: number): void {
+  if (wanted !== current) throw new VfsError('NOT_SUPPORTED', 'truncate is not supported');
 }
 
 function toDate(t: number | Date): Date {

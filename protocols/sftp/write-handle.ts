@@ -107,7 +107,10 @@ export class WriteHandle {
       }
     }
     this.started = true;
-    this.put = this.vfs.put(this.ctx, this.path, this.body, { overwrite: this.opts.overwrite, release: this.opts.release, onTarget: () => this.markReady() });
+    // parents: false — OPEN never creates folders (OpenSSH: ENOENT); a missing one is NOT_A_DIR here.
+    this.put = this.vfs.put(this.ctx, this.path, this.body, {
+      overwrite: this.opts.overwrite, parents: false, release: this.opts.release, onTarget: () => this.markReady(),
+    });
     this.put.catch((e: unknown) => this.fail(e));
     await Promise.race([this.ready, this.put.then(() => undefined, () => undefined)]);
     if (this.error) {

@@ -23,7 +23,9 @@ export interface TestCore extends VfsCore {
 export async function makeCore(extra: readonly DriverDefinition[] = [], initTimeoutMs = 2000): Promise<TestCore> {
   const dir = await mkdtemp(join(tmpdir(), 'tg-vfs-'));
   const store = await JsonStore.open(join(dir, 'store.json'));
-  const core = createVfsCore({ store, log: pino({ level: 'silent' }), dataDir: dir, drivers: [...BUILTIN_DRIVERS, ...extra], initTimeoutMs });
+  // A definition in `extra` replaces the built-in one of the same name (the conformance suite's).
+  const builtin = BUILTIN_DRIVERS.filter((b) => !extra.some((e) => e.config.name === b.config.name));
+  const core = createVfsCore({ store, log: pino({ level: 'silent' }), dataDir: dir, drivers: [...builtin, ...extra], initTimeoutMs });
   return {
     ...core, store, dir,
     cleanup: async () => {

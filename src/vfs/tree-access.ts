@@ -33,7 +33,7 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
     mkdir: async (path, a) => toObj(await vfs.mkdir(ctx(a.signal), path)),
     moveTo: async (src, dst, a) => toObj(await vfs.moveTo(ctx(a.signal), src, dst)),
     copyTo: async (src, dst, a) => toObj(await vfs.copyTo(ctx(a.signal), src, dst)),
-    remove: async (path, a) => vfs.remove(ctx(a.signal), path),
+    remove: async (path, a) => vfs.remove(ctx(a.signal), path, { onlyEmpty: a.onlyEmpty }),
     put: async (path, stream, a) =>
       toObj(await vfs.put(ctx(a.signal), path, stream, { size: a.size, modified: a.modified, hashes: a.hashes, onProgress: a.onProgress })),
     setModified: async (path, modified, a) => vfs.setModified(ctx(a.signal), path, modified),

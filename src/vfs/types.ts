@@ -99,6 +99,23 @@ export interface PutOptions {
   onTarget?(existed: boolean): void;
 }
 
+export interface RemoveOptions {
+  /**
+   * rmdir(2) semantics (SFTP RMDIR): a folder is removed only when its storage holds nothing in it,
+   * counting entries this principal cannot see (meta hide) and entries the driver's listing skips
+   * (Local dotfiles, upload temp files); otherwise NOT_EMPTY. Files are removed as usual.
+   */
+  onlyEmpty?: boolean;
+}
+
+export interface MkdirOptions {
+  /**
+   * false: the parent folder must already exist (as put's `parents: false`): a missing parent, or a
+   * file in its place, fails with NOT_A_DIR (path: the parent). Default true (`mkdir -p`).
+   */
+  parents?: boolean;
+}
+
 export interface TransferOptions {
   /** Replace an existing target (files; folders are refused with EXISTS). Default false. */
   overwrite?: boolean;
@@ -120,7 +137,7 @@ export interface VfsApi {
   /** The driver's link for a file (REST/WebDAV redirects); read() is the way to get bytes. */
   link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }>;
   /** Create a folder and missing parents; an existing folder is fine, an existing file is EXISTS. */
-  mkdir(ctx: AccessContext, path: string): Promise<Entry>;
+  mkdir(ctx: AccessContext, path: string, opts?: MkdirOptions): Promise<Entry>;
   /**
    * Move or rename `src` to the full path `dst`. Same parent: a rename (rename bit). Other parent:
    * a move (move bit, plus rename bit when the name changes). Across storages: CROSS_MOUNT.
@@ -129,7 +146,7 @@ export interface VfsApi {
   /** Copy `src` to the full path `dst` (copy bit). Same storage only here; across storages: CROSS_MOUNT. */
   copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
   /** Remove a file or folder (remove bit). A storage root or virtual folder cannot be removed. */
-  remove(ctx: AccessContext, path: string): Promise<void>;
+  remove(ctx: AccessContext, path: string, opts?: RemoveOptions): Promise<void>;
   /** Stream a file into place atomically, creating missing parent folders. */
   put(ctx: AccessContext, path: string, body: Readable, opts?: PutOptions): Promise<Entry>;
   /** Set a file's mtime (write permission). */

@@ -3,6 +3,7 @@
  * for every call: path checks and hide/password (Vfs.enter), permission bits (./guard.ts),
  * then the storage (virtual folders, storage roots, CROSS_MOUNT), then the driver capability.
  */
+import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { can, type AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
@@ -10,7 +11,7 @@ import { basename, isRootPath, isWithin, join, parent } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
 import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
 import { openLink } from './link.js';
-import type { Entry, PutOptions, TransferOptions } from './types.js';
+import type { Entry, MkdirOptions, PutOptions, RemoveOptions, TransferOptions } from './types.js';
 import type { Located, Vfs } from './vfs.js';
 
 export const DELETE_ROOT_MESSAGE = 'delete root folder is not allowed, please goto the manage page to delete the storage instead';
@@ -23,12 +24,13 @@ export class VfsWriter {
     return this.vfs.deps.rules;
   }
 
-  async mkdir(ctx: AccessContext, path: string): Promise<Entry> {
+  async mkdir(ctx: AccessContext, path: string, opts: MkdirOptions = {}): Promise<Entry> {
     const vpath = await this.vfs.enter(ctx, path);
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
     if (!loc) return this.vfs.virtualEntry(vpath);
     const tree = this.vfs.tree;
+    if (opts.parents === false && !isRootPath(loc.dpath)) await this.existingDir(loc, this.vfs.args(ctx));
     const existing = await tree.tryObjAt(loc.mount, loc.dpath, this.vfs.args(ctx));
     if (existing && !existing.isDir) throw new VfsError('EXISTS', 'file exists', { path: vpath });
     if (!existing) requireCap(loc.mount.capabilities, 'canMkdir');
@@ -116,20 +118,73 @@ export class VfsWriter {
     this.vfs.changes.emit({ kind: 'remove', vpath: dst.vpath });
   }
 
-  /** Move to another folder, renaming on the side where the names do not collide. */
+  /**
+   * Move to another folder under a new name. Drivers move (keeping the name) and rename (in place)
+   * separately, so the name must be free wherever the object passes: move then rename when the old
+   * name is free in the target folder, else rename then move when the new name is free in the source
+   * folder, else through a temporary name free in both. A failed later step is undone where possible.
+   */
   private async moveAcross(src: Located, obj: Obj, dstDir: Obj, newName: string, args: { signal?: AbortSignal }): Promise<Obj | void> {
     const tree = this.vfs.tree;
     const d = tree.driver(src.mount);
     if (obj.name === newName) return tree.call(() => d.move!(obj, dstDir, args));
-    const clash = await tree.tryObjAt(src.mount, join(dstDir.path, obj.name), args);
-    if (!clash) {
-      const moved = (await tree.call(() => d.move!(obj, dstDir, args))) || (await tree.objAt(src.mount, join(dstDir.path, obj.name), args));
+    const srcDirPath = parent(obj.path);
+    const free = async (dir: string, name: string) => !(await tree.tryObjAt(src.mount, join(dir, name), args));
+    const move = async (o: Obj, to: Obj): Promise<Obj> => {
+      const moved = (await tree.call(() => d.move!(o, to, args))) || (await tree.objAt(src.mount, join(to.path, o.name), args));
+      tree.changed(src.mount, o.path, o.isDir);
       tree.changed(src.mount, moved.path);
-      return tree.call(() => d.rename!(moved, newName, args));
+      return moved;
+    };
+    const rename = async (o: Obj, name: string): Promise<Obj> => {
+      const renamed = (await tree.call(() => d.rename!(o, name, args))) || (await tree.objAt(src.mount, join(parent(o.path), name), args));
+      tree.changed(src.mount, o.path, o.isDir);
+      tree.changed(src.mount, renamed.path);
+      return renamed;
+    };
+    /** Best-effort undo: the original error is what the caller sees. */
+    const undo = async (fn: () => Promise<unknown>) => {
+      await fn().catch(() => undefined);
+    };
+    const srcDir = () => tree.objAt(src.mount, srcDirPath, args);
+    if (await free(dstDir.path, obj.name)) {
+      const moved = await move(obj, dstDir);
+      try {
+        return await rename(moved, newName);
+      } catch (e) {
+        await undo(async () => move(moved, await srcDir()));
+        throw e;
+      }
     }
-    const renamed = (await tree.call(() => d.rename!(obj, newName, args))) || (await tree.objAt(src.mount, join(parent(obj.path), newName), args));
-    tree.changed(src.mount, renamed.path);
-    return tree.call(() => d.move!(renamed, dstDir, args));
+    if (await free(srcDirPath, newName)) {
+      const renamed = await rename(obj, newName);
+      try {
+        return await move(renamed, dstDir);
+      } catch (e) {
+        await undo(() => rename(renamed, obj.name));
+        throw e;
+      }
+    }
+    let tmp = '';
+    for (let i = 0; i < 5 && !tmp; i++) {
+      const name = `treegate-move-${randomBytes(6).toString('hex')}`;
+      if ((await free(srcDirPath, name)) && (await free(dstDir.path, name))) tmp = name;
+    }
+    if (!tmp) throw new VfsError('EXISTS', `no free temporary name to move [${obj.name}] as [${newName}]`, { path: obj.path });
+    const renamed = await rename(obj, tmp);
+    let moved: Obj;
+    try {
+      moved = await move(renamed, dstDir);
+    } catch (e) {
+      await undo(() => rename(renamed, obj.name));
+      throw e;
+    }
+    try {
+      return await rename(moved, newName);
+    } catch (e) {
+      await undo(async () => rename(await move(moved, await srcDir()), obj.name));
+      throw e;
+    }
   }
 
   /**
@@ -158,7 +213,7 @@ export class VfsWriter {
     return tree.call(() => d.rename!(copied, newName, args));
   }
 
-  async remove(ctx: AccessContext, path: string): Promise<void> {
+  async remove(ctx: AccessContext, path: string, opts: RemoveOptions = {}): Promise<void> {
     const vpath = await this.vfs.enter(ctx, path);
     requireManage(ctx);
     requireBit(can.remove(ctx.principal));
@@ -169,7 +224,8 @@ export class VfsWriter {
     const args = this.vfs.args(ctx);
     const obj = await tree.objAt(loc.mount, loc.dpath, args);
     const d = tree.driver(loc.mount);
-    await tree.call(() => d.remove!(obj, args));
+    // onlyEmpty is the driver's to judge: only it sees what its listing skips (see RemoveArgs).
+    await tree.call(() => d.remove!(obj, opts.onlyEmpty ? { ...args, onlyEmpty: true } : args));
     tree.changed(loc.mount, loc.dpath, obj.isDir);
     this.vfs.changes.emit({ kind: 'remove', vpath });
   }

@@ -3,7 +3,9 @@ import { PERM } from '../auth/principal.js';
 import { isVfsError } from '../errors.js';
 import { collect } from '../../drivers/conformance/helpers.js';
 import { templateDefinition } from '../../drivers/template/index.js';
-import type { DriverDefinition } from '../../drivers/types.js';
+import { memoryDefinition } from '../../drivers/memory/index.js';
+import { MemoryDriver } from '../../drivers/memory/memory.js';
+import type { DriverDefinition, Obj } from '../../drivers/types.js';
 import { body, ctx, makeCore, principal, storage, type TestCore } from './testing.js';
 
 const ALL = 0xfff;
@@ -91,6 +93,32 @@ describe('Vfs', () => {
     expect(await code(core.vfs.moveTo(admin, '/m/other/final.txt', '/n/final.txt'))).toBe('CROSS_MOUNT');
     expect(await code(core.vfs.copyTo(admin, '/m/other/final.txt', '/n/final.txt'))).toBe('CROSS_MOUNT');
     expect(await code(core.vfs.moveTo(admin, '/m/other/final.txt', '/m/inner/final.txt'))).toBe('CROSS_MOUNT');
+  });
+
+  it('a move under a new name that fails half-way is undone (nothing left under a temporary name)', async () => {
+    // A Memory driver whose rename to `y` fails: the last step of every path moveAcross can take.
+    const flaky: DriverDefinition = {
+      ...(memoryDefinition as unknown as DriverDefinition),
+      config: { ...memoryDefinition.config, name: 'FlakyMemory' },
+      create: () => {
+        const d = new MemoryDriver();
+        const rename = d.rename.bind(d);
+        d.rename = (obj: Obj, name: string) => (name === 'y' ? Promise.reject(new Error('backend went away')) : rename(obj, name));
+        return d;
+      },
+    };
+    const own = await makeCore([flaky]);
+    try {
+      await own.storages.create(storage('/f', 'FlakyMemory'));
+      for (const p of ['/f/ma/x', '/f/ma/y', '/f/mb/x', '/f/ma/f']) await own.vfs.put(admin, p, body(p));
+      expect(await code(own.vfs.moveTo(admin, '/f/ma/x', '/f/mb/y'))).toBe('UPSTREAM'); // taken on both sides: temporary name
+      expect(await code(own.vfs.moveTo(admin, '/f/ma/f', '/f/mb/y'))).toBe('UPSTREAM'); // move, then rename
+      const ls = async (p: string) => (await own.vfs.list(admin, p)).entries.map((e) => e.name).sort();
+      expect([await ls('/f/ma'), await ls('/f/mb')]).toEqual([['f', 'x', 'y'], ['x']]);
+      expect((await collect((await own.vfs.read(admin, '/f/ma/x')).stream)).toString()).toBe('/f/ma/x');
+    } finally {
+      await own.cleanup();
+    }
   });
 
   it('refuses to remove storage roots and virtual folders with AList\'s message', async () => {

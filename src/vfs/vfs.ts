@@ -17,7 +17,7 @@ import { fileReader, streamReader, type PositionalReader } from './positional.js
 import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
-import type { DirFacts, Entry, Listing, PutOptions, ReadResult, StorageInfo, TransferOptions, VfsApi } from './types.js';
+import type { DirFacts, Entry, Listing, MkdirOptions, PutOptions, ReadResult, RemoveOptions, StorageInfo, TransferOptions, VfsApi } from './types.js';
 import { VfsWriter } from './vfs-write.js';
 import { ChangeFeed, type VfsChangeListener } from './events.js';
 
@@ -193,8 +193,8 @@ export class Vfs implements VfsApi {
     return this.tree.call(() => d.usage!(this.args(ctx)));
   }
 
-  mkdir(ctx: AccessContext, path: string): Promise<Entry> {
-    return this.writer.mkdir(ctx, path);
+  mkdir(ctx: AccessContext, path: string, opts?: MkdirOptions): Promise<Entry> {
+    return this.writer.mkdir(ctx, path, opts);
   }
 
   moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
@@ -205,8 +205,8 @@ export class Vfs implements VfsApi {
     return this.writer.transfer('copy', ctx, src, dst, opts);
   }
 
-  remove(ctx: AccessContext, path: string): Promise<void> {
-    return this.writer.remove(ctx, path);
+  remove(ctx: AccessContext, path: string, opts?: RemoveOptions): Promise<void> {
+    return this.writer.remove(ctx, path, opts);
   }
 
   put(ctx: AccessContext, path: string, body: Readable, opts?: PutOptions): Promise<Entry> {
