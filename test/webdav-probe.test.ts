@@ -186,3 +186,24 @@ describe('PROPFIND details', () => {
     expect((await dav('UNLOCK', '/l423/', { headers: { 'Lock-Token': `<${t}>` } })).status).toBe(204);
   });
 });
+
+describe('locks and dead properties follow changes made over other protocols', () => {
+  it('a file deleted over REST is no longer locked; a file renamed over REST keeps its properties', async () => {
+    const token = await ts.login();
+    expect((await dav('PUT', '/follow.txt', { body: 'x' })).status).toBe(201);
+    expect((await dav('LOCK', '/follow.txt', { body: lockinfo() })).status).toBe(200);
+    expect((await dav('PUT', '/follow.txt', { body: 'y' })).status).toBe(423);
+    expect(await ts.api('/api/fs/remove', { token, body: { dir: '/', names: ['follow.txt'] } })).toMatchObject({ code: 200 });
+    // A new file of the same name, by a client that never saw the old lock.
+    expect((await dav('PUT', '/follow.txt', { body: 'new' })).status).toBe(201);
+
+    const set = `<?xml version="1.0"?><D:propertyupdate xmlns:D="DAV:" xmlns:Z="urn:z"><D:set><D:prop><Z:tag>kept</Z:tag></D:prop></D:set></D:propertyupdate>`;
+    expect((await dav('PROPPATCH', '/follow.txt', { body: set })).status).toBe(207);
+    expect(await ts.api('/api/fs/rename', { token, body: { path: '/follow.txt', name: 'renamed.txt' } })).toMatchObject({ code: 200 });
+    const tagAt = async (p: string) => (await dav('PROPFIND', p, { body: propfindBody('<D:prop><Z:tag xmlns:Z="urn:z"/></D:prop>'), headers: { Depth: '0' } })).body;
+    expect(await tagAt('/renamed.txt')).toContain('kept</');
+    // The old name holds no properties: a new file there starts clean.
+    expect((await dav('PUT', '/follow.txt', { body: 'again' })).status).toBe(201);
+    expect(await tagAt('/follow.txt')).not.toContain('kept</');
+  });
+});

@@ -12,6 +12,7 @@ import { INSTANCE_HEADER } from '../../drivers/types.js';
 import { authenticate, CHALLENGE } from './auth.js';
 import { DeadProps } from './dead-props.js';
 import { DavError, statusOf } from './errors.js';
+import { followTree } from './follow-changes.js';
 import { LockManager } from './locks.js';
 import { clientIp, DAV_PREFIX, drain, sendStatus, sitePathOf, userPathOf, type Dav, type DavDeps } from './request.js';
 import { errorBody } from './xml.js';
@@ -56,6 +57,7 @@ export function createWebdavHandler(core: Core): WebdavHandler {
     log: core.log.child({ proto: 'webdav' }),
     trustedProxies: core.config.trusted_proxies ?? [],
     siteBase: sitePathOf(core.config.site_url ?? ''),
+    onChange: (listener) => core.vfs.onChange(listener),
   }));
 }
 
@@ -79,6 +81,7 @@ function refuseOwnRequests(instanceId: string, inner: WebdavHandler): WebdavHand
 export function createDavHandler(deps: DavDeps): WebdavHandler {
   const locks = new LockManager(deps.kv);
   const props = new DeadProps(deps.kv);
+  const follower = followTree(deps.onChange, locks, props, deps.log);
   const inflight = new Set<Promise<void>>();
   const access = accessLogger(deps.log);
   // Persisted locks and dead properties load once; only requests before that wait for it.
@@ -110,7 +113,8 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       const fn = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined; // the method is client input
       if (!fn) throw new DavError(KNOWN_ELSEWHERE.has(method) ? 405 : 501, `${method} is not supported`);
       if (!loaded) await load();
-      await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal } });
+      if (follower.busy) await follower.settled(); // locks and properties reflect every change so far
+      await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal }, settled: follower.settled });
     } catch (e) {
       fail(req, res, method, e);
     }
@@ -152,6 +156,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
     },
     async close() {
       await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, 5000).unref())]);
+      follower.stop();
     },
   };
 }

@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { AccessContext } from '../../src/auth/principal.js';
 import type { Accounts } from '../../src/auth/accounts.js';
 import type { KvRepo } from '../../src/store/store.js';
+import type { VfsChangeListener } from '../../src/vfs/events.js';
 import type { VfsApi } from '../../src/vfs/types.js';
 import type { SignSettings } from '../../src/sign.js';
 import { join, normalize } from '../../src/paths.js';
@@ -26,6 +27,8 @@ export interface DavDeps {
   trustedProxies: readonly string[];
   /** site_url's path (`/tg` behind a proxy at https://nas/tg), '' at the root: prefixed to hrefs. */
   siteBase: string;
+  /** The VFS's change feed (Vfs.onChange): locks and dead properties follow the tree. */
+  onChange(listener: VfsChangeListener): () => void;
 }
 
 export interface Dav {
@@ -38,6 +41,8 @@ export interface Dav {
   path: string;
   locks: LockManager;
   props: DeadProps;
+  /** Resolves once locks and properties follow every tree change so far (follow-changes.ts). */
+  settled(): Promise<void>;
 }
 
 /** The user path a `/dav/...` URL (or absolute URL) names; undefined when it is outside /dav. */

@@ -48,22 +48,21 @@ export async function copyMove(dav: Dav): Promise<void> {
   const vdst = vpathOf(dav, dst);
   // Files replace files in one step; anything involving a folder is removed first (RFC 4918 §9.8.4).
   const replaceInPlace = !!existing && !existing.isDir && !src.isDir;
-  if (existing && !replaceInPlace) {
-    await vfs.remove(dav.ctx, dst);
-    await dav.locks.removeWithin(vdst);
-  }
+  // Locks and dead properties of what is removed or moved follow the tree (follow-changes.ts).
+  if (existing && !replaceInPlace) await vfs.remove(dav.ctx, dst);
   if (move) {
     await vfs.moveTo(dav.ctx, dav.path, dst, { overwrite: replaceInPlace });
-    await dav.props.moveTree(vsrc, vdst);
-    await dav.locks.removeWithin(vsrc);
   } else if (src.isDir && depth === '0') {
     await vfs.mkdir(dav.ctx, dst);
     await dav.props.removeTree(vdst);
     await dav.props.apply(vdst, dav.props.get(vsrc).map((prop) => ({ op: 'set' as const, prop })));
   } else {
     await copy(dav, dst, src.isDir, replaceInPlace);
+    // A copy the VFS made in one step already carried them; a streamed or member-by-member one did not.
+    await dav.settled();
     await dav.props.copyTree(vsrc, vdst);
   }
+  await dav.settled();
   sendStatus(dav.res, existing ? 204 : 201);
 }
 

@@ -2,7 +2,7 @@
 import { VfsError } from '../../../src/errors.js';
 import { checkPreconditions, checkWrite } from '../conditions.js';
 import { DavError } from '../errors.js';
-import { drain, hasBody, parentOf, sendStatus, vpathOf, type Dav } from '../request.js';
+import { drain, hasBody, parentOf, sendStatus, type Dav } from '../request.js';
 import { requireParent, statOrUndefined } from './get-put.js';
 
 export async function mkcol(dav: Dav): Promise<void> {
@@ -25,8 +25,6 @@ export async function del(dav: Dav): Promise<void> {
   checkPreconditions(dav, e);
   await checkWrite(dav, [{ path: dav.path, deep: true }, { path: parentOf(dav.path) }]);
   await dav.deps.vfs.remove(dav.ctx, dav.path);
-  const v = vpathOf(dav, dav.path);
-  await dav.props.removeTree(v);
-  await dav.locks.removeWithin(v);
+  await dav.settled(); // its locks and dead properties are gone (follow-changes.ts)
   sendStatus(dav.res, 204);
 }

@@ -1,0 +1,62 @@
+/**
+ * Locks and dead properties are keyed by path, so they follow the tree whichever protocol changed
+ * it: a file deleted over REST or SFTP no longer stays locked for WebDAV (a new file of that name
+ * would answer 423 until the lock timed out), and a file renamed or moved keeps its properties.
+ * The updates run one after another in the order the VFS reported the changes. A WebDAV request
+ * waits for them before it starts (a change made over REST a moment ago is already reflected), and a
+ * method that changed the tree awaits `settled()` before it answers.
+ */
+import type { Logger } from 'pino';
+import type { VfsChange, VfsChangeListener } from '../../src/vfs/events.js';
+import type { DeadProps } from './dead-props.js';
+import type { LockManager } from './locks.js';
+
+export interface TreeFollower {
+  /** Resolves once every change reported so far is applied to locks and properties. */
+  settled(): Promise<void>;
+  /** True while changes are being applied (a request then waits for settled() before it reads). */
+  readonly busy: boolean;
+  stop(): void;
+}
+
+export function followTree(
+  onChange: (listener: VfsChangeListener) => () => void,
+  locks: LockManager,
+  props: DeadProps,
+  log: Logger,
+): TreeFollower {
+  let chain: Promise<void> = Promise.resolve();
+  let pending = 0;
+  const apply = async (c: VfsChange): Promise<void> => {
+    switch (c.kind) {
+      case 'remove':
+        await props.removeTree(c.vpath);
+        await locks.removeWithin(c.vpath);
+        return;
+      case 'move':
+        await props.moveTree(c.vpath, c.to);
+        await locks.removeWithin(c.vpath);
+        return;
+      case 'copy':
+        await props.copyTree(c.vpath, c.to);
+        return;
+      default:
+        return;
+    }
+  };
+  const stop = onChange((c) => {
+    if (c.kind !== 'remove' && c.kind !== 'move' && c.kind !== 'copy') return;
+    pending++;
+    chain = chain
+      .then(() => apply(c))
+      .catch((err: unknown) => log.error({ err, change: c.kind }, 'webdav: updating locks or properties after a change failed'))
+      .finally(() => void pending--);
+  });
+  return {
+    settled: () => chain,
+    get busy() {
+      return pending > 0;
+    },
+    stop,
+  };
+}
