@@ -175,6 +175,26 @@ describe('uploads', () => {
   });
 });
 
+describe('a connection dropped right after CLOSE', () => {
+  it('still lands the upload: the CLOSE had all its bytes', async () => {
+    const data = Buffer.alloc(4 << 20, 7);
+    await withSsh2Sftp(asAdmin(), async (sftp, client) => {
+      const h = await new Promise<Buffer>((res, rej) => sftp.open('/dropped-after-close.bin', 'w', (e, v) => (e ? rej(e) : res(v))));
+      const writes: Promise<void>[] = [];
+      for (let off = 0; off < data.length; off += 32768) {
+        writes.push(new Promise<void>((res, rej) => sftp.write(h, data, off, 32768, off, (e) => (e ? rej(e) : res()))));
+      }
+      await Promise.all(writes);
+      sftp.close(h, () => undefined); // not waited for: the client hangs up at once
+      client.end();
+    });
+    const target = join(storage(), 'dropped-after-close.bin');
+    expect(await until(async () => (await stat(target).catch(() => undefined))?.size === data.length, 15_000)).toBe(true);
+    expect((await readFile(target)).equals(data)).toBe(true);
+    expect(await leftovers()).toEqual([]);
+  });
+});
+
 describe('what sshfs sends', () => {
   type Cb<T = void> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
   const p = <T>(call: (cb: Cb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));

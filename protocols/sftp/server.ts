@@ -140,7 +140,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
         if (revoked) return;
         revoked = true;
         log.info({ ip, user: loginUser.username, reason }, 'sftp login revoked, closing the connection');
-        for (const s of sessions) s.teardown();
+        for (const s of sessions) s.teardown(true);
         client.end();
       };
       const login = {

@@ -60,6 +60,8 @@ export class SftpSession {
   private inflight = 0;
   private idle?: () => void;
   private ended = false;
+  /** Uploads whose CLOSE is being carried out (see teardown). */
+  private readonly closing = new Set<Promise<unknown>>();
 
   /** Memory for WRITE packets, handed back by the driver once written (write-pool.ts). */
   private readonly writePool = new WritePool();
@@ -293,7 +295,15 @@ export class SftpSession {
     const hd = this.handle(h);
     this.handles.delete(h.toString('hex'));
     if (hd.kind === 'read') hd.close();
-    else if (hd.kind === 'write') await hd.close();
+    else if (hd.kind === 'write') {
+      const landing = hd.close();
+      this.closing.add(landing);
+      try {
+        await landing;
+      } finally {
+        this.closing.delete(landing);
+      }
+    }
     this.ok(id);
   }
 
@@ -363,12 +373,21 @@ export class SftpSession {
   }
 
   /** The channel or connection is gone: release everything, stop in-flight VFS calls. */
-  teardown(): void {
+  teardown(abortCloses = false): void {
     if (this.ended) return;
     this.ended = true;
     this.abortOpenHandles();
     this.writePool.clear();
-    this.d.abort.abort();
+    // An upload whose CLOSE arrived has all its bytes: it lands even when the client drops the
+    // connection right after sending CLOSE (OpenSSH's server too finishes what it received). Only
+    // then, or after EOF_DRAIN_MS, are the session's VFS calls stopped. A revoked login stops at once.
+    if (abortCloses || this.closing.size === 0) return this.d.abort.abort();
+    const stop = setTimeout(() => this.d.abort.abort(), EOF_DRAIN_MS);
+    stop.unref();
+    void Promise.allSettled([...this.closing]).then(() => {
+      clearTimeout(stop);
+      this.d.abort.abort();
+    });
   }
 }
 
