@@ -82,6 +82,13 @@ export interface PutArgs extends CallArgs {
    * driver that never calls it is correct too (chunks are then left to the garbage collector).
    */
   release?(chunk: Buffer): void;
+  /**
+   * The upload must not replace anything: an entry that appeared under the name while the body was
+   * coming (another client's upload) makes the put fail with EXISTS and stay unwritten. Drivers
+   * whose backend can place a file without replacing (Local: link(2)) do it in that final step;
+   * others check just before it. The VFS has already refused a name taken when the put began.
+   */
+  noReplace?: boolean;
 }
 
 /**

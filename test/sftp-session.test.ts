@@ -195,6 +195,24 @@ describe('a connection dropped right after CLOSE', () => {
   });
 });
 
+describe('exclusive create (OPEN with CREAT|EXCL)', () => {
+  it('a second exclusive open of the same path fails while the first is open; the first lands', async () => {
+    const target = join(storage(), 'excl-lock.txt');
+    await withSsh2Sftp(asAdmin(), async (a) =>
+      withSsh2Sftp(asAdmin(), async (b) => {
+        const open = (c: import('ssh2').SFTPWrapper) => new Promise<Buffer>((res, rej) => c.open('/excl-lock.txt', 'wx', (e, h) => (e ? rej(e) : res(h))));
+        const ha = await open(a);
+        expect(await statusCode((cb) => b.open('/excl-lock.txt', 'wx', cb))).toBe(STATUS.FAILURE);
+        await new Promise<void>((res, rej) => a.write(ha, Buffer.from('AAAA'), 0, 4, 0, (e) => (e ? rej(e) : res())));
+        await new Promise<void>((res, rej) => a.close(ha, (e) => (e ? rej(e) : res())));
+        // Taken now: still refused, and the file keeps the first writer's bytes.
+        expect(await statusCode((cb) => b.open('/excl-lock.txt', 'wx', cb))).toBe(STATUS.FAILURE);
+      }),
+    );
+    expect(await readFile(target, 'utf8')).toBe('AAAA');
+  });
+});
+
 describe('what sshfs sends', () => {
   type Cb<T = void> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
   const p = <T>(call: (cb: Cb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));

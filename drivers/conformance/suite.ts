@@ -115,6 +115,20 @@ export function runConformance(def: DriverDefinition, makeOptions: () => Promise
       expect((await names(driver, dir.path)).sort()).toEqual(['empty', 'unknown']);
     });
 
+    it('put with noReplace is EXISTS on a taken name and leaves that file and the folder as they were', async (t) => {
+      // The driver is called directly, as when another upload took the name while this one's body
+      // was coming (the VFS refuses a name already taken when the put begins).
+      need(t, 'canMkdir', 'canPut');
+      const dir = await fresh();
+      await put(dir, 'taken', Buffer.from('first'));
+      const body = Buffer.from('second, must not land');
+      expect(await codeOf(driver.put!(dir, chunked(body, 7), { name: 'taken', size: body.length, noReplace: true }))).toBe('EXISTS');
+      expect((await readAll(driver, `${dir.path}/taken`)).toString()).toBe('first');
+      expect(await names(driver, dir.path)).toEqual(['taken']);
+      await driver.put!(dir, chunked(body, 7), { name: 'free', size: body.length, noReplace: true });
+      expect((await readAll(driver, `${dir.path}/free`)).toString()).toBe(body.toString());
+    });
+
     it('put over a folder is IS_A_DIR; link of a folder is IS_A_DIR', async (t) => {
       need(t, 'canMkdir', 'canPut');
       const dir = await fresh();

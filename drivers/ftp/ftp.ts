@@ -165,7 +165,11 @@ export class FtpDriver implements Driver {
           pipeline(stream, count, () => undefined); // a source error destroys `count`, failing the upload
           await c.uploadFrom(count, tmp);
           if (count.errored) throw count.errored;
-          await c.rename(tmp, remote); // RNTO replaces an existing file on common servers
+          // RNTO replaces an existing file on common servers: with noReplace, look just before it.
+          if (args.noReplace && ((await fileSize(c, remote)) !== undefined || (await isDir(c, remote)))) {
+            throw new VfsError('EXISTS', 'file exists', { path });
+          }
+          await c.rename(tmp, remote);
         } catch (e) {
           c.close(); // a broken transfer leaves the control connection out of step: start clean
           stream.destroy();

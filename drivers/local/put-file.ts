@@ -13,9 +13,9 @@
  * measured at 0.2-0.3 ms per PUT on a busy 2-CPU host — so the rare stall is the cheaper side.
  * Bigger bodies are streamed, so memory stays bounded whatever the size.
  */
-import { closeSync, createWriteStream, fstatSync, futimesSync, openSync, renameSync, rmSync, statSync, writeSync, type Stats, type WriteStream } from 'node:fs';
+import { closeSync, createWriteStream, fstatSync, futimesSync, linkSync, lstatSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeSync, type Stats, type WriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { rename, rm, utimes } from 'node:fs/promises';
+import { rm, utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -72,6 +72,25 @@ function checkSize(args: PutArgs, written: number): void {
   }
 }
 
+/**
+ * The temp file becomes `target`: a rename, which replaces a file there, or with `noReplace` a hard
+ * link, which fails with EEXIST when anything appeared under the name meanwhile (the check and the
+ * placing are one step), then the temp name is dropped. Where the file system has no hard links
+ * (FAT, some FUSE mounts) a look just before the rename is the best there is.
+ */
+function place(temp: string, target: string, noReplace: boolean | undefined): void {
+  if (!noReplace) return renameSync(temp, target);
+  try {
+    linkSync(temp, target);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EMLINK') throw e;
+    if (lstatSync(target, { throwIfNoEntry: false })) throw Object.assign(new Error('file exists'), { code: 'EEXIST' });
+    return renameSync(temp, target);
+  }
+  unlinkSync(temp);
+}
+
 /** Write `data` to a new temp file and rename it to `target`; the file's stats. */
 function writeSmall(dirReal: string, target: string, data: Buffer[], args: PutArgs): Stats {
   const temp = tempIn(dirReal);
@@ -85,7 +104,7 @@ function writeSmall(dirReal: string, target: string, data: Buffer[], args: PutAr
     } finally {
       closeSync(fd);
     }
-    renameSync(temp, target);
+    place(temp, target, args.noReplace);
     return st;
   } catch (e) {
     rmSync(temp, { force: true });
@@ -131,7 +150,7 @@ async function writeStreamed(dirReal: string, target: string, body: Readable, ar
     await pipeline(body, counter, file, { signal: args.signal });
     checkSize(args, written);
     if (args.modified) await utimes(temp, args.modified, args.modified);
-    await rename(temp, target);
+    place(temp, target, args.noReplace);
   } catch (e) {
     await rm(temp, { force: true });
     throw e;

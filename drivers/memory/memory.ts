@@ -162,6 +162,7 @@ export class MemoryDriver implements Driver {
     const d = this.dir(dstDir.path);
     const existing = d.children.get(args.name);
     if (existing?.kind === 'dir') throw new VfsError('IS_A_DIR', undefined, { path: join(dstDir.path, args.name) });
+    if (existing && args.noReplace) throw new VfsError('EXISTS', 'file exists', { path: join(dstDir.path, args.name) });
     const node: FileNode = { kind: 'file', data: Buffer.concat(chunks, n), modified: args.modified ?? new Date(), created: existing?.created ?? new Date() };
     d.children.set(args.name, node);
     return this.obj(join(dstDir.path, args.name), node);

@@ -170,6 +170,8 @@ export class S3Driver implements Driver {
     if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
     const path = join(dstDir.path, validateName(args.name));
     if (await this.isDirPath(path, args.signal)) throw new VfsError('IS_A_DIR', undefined, { path });
+    // The object appears with the upload itself: noReplace can only look first.
+    if (args.noReplace && (await this.head(path, args.signal))) throw new VfsError('EXISTS', 'file exists', { path });
     const count = counter(args.size, args.onProgress);
     pipeline(stream, count, () => undefined); // a source error destroys `count`, which fails the upload
     const upload = new Upload({

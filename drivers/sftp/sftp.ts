@@ -160,7 +160,11 @@ export class SftpDriver implements Driver {
         await pipeline(stream, counter(args.size, args.onProgress), ws, { signal: args.signal });
         ws.on('error', () => undefined); // a late close error surfaces through the rename below
         await closed; // the handle is closed (all writes acknowledged) before the name appears
-        await this.replace(s, this.remote(tmp), this.remote(path));
+        // noReplace: the protocol's plain RENAME, which fails when the name is taken (OpenSSH links).
+        if (args.noReplace) await call((cb) => s.rename(this.remote(tmp), this.remote(path), cb)).catch(async (e) => {
+          throw (await this.tryStat(path, args.signal)) ? new VfsError('EXISTS', 'file exists', { path }) : e;
+        });
+        else await this.replace(s, this.remote(tmp), this.remote(path));
       } catch (e) {
         stream.destroy();
         await call((cb) => s.unlink(this.remote(tmp), cb)).catch(() => undefined);

@@ -81,6 +81,7 @@ export class TemplateDriver implements Driver {
     }
     args.signal?.throwIfAborted();
     if (args.size !== undefined && args.size !== size) throw new VfsError('INVALID', 'size mismatch');
+    if (args.noReplace && this.items.has(p)) throw new VfsError('EXISTS', 'file exists', { path: p });
     const it = { dir: false, data: Buffer.concat(parts), modified: args.modified ?? new Date() };
     this.items.set(p, it); // only complete uploads become visible
     return this.obj(p, it);

@@ -176,7 +176,7 @@ export class WebDavDriver implements Driver {
       if (res.status < 200 || res.status >= 300) throw statusError(res, 'PUT', path);
       res.body.resume();
       if (count.errored) throw count.errored;
-      await this.relocate('MOVE', tmp, path, false, true, args.signal);
+      await this.relocate('MOVE', tmp, path, false, !args.noReplace, args.signal); // Overwrite: F → 412 when taken
     } catch (e) {
       stream.destroy();
       await this.discard(tmp);

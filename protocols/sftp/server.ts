@@ -107,6 +107,8 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
   /** Logged-in connections: each re-reads its user after a users change. */
   const logins = new Set<{ recheck(): void }>();
+  /** Paths open for an exclusive create, across all sessions (SessionDeps.exclusive). */
+  const exclusive = new Set<string>();
   const unsubscribe = core.accounts.onUsersChange(() => {
     for (const l of logins) l.recheck();
   });
@@ -191,7 +193,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
             ip,
             signal: abort.signal,
           };
-          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)) }));
+          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive }));
         });
         session.on('shell', (accept) => refuseChannel(accept));
         session.on('exec', (accept) => refuseChannel(accept));

@@ -9,6 +9,7 @@ import ssh2 from 'ssh2';
 import type { Logger } from 'pino';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { isVfsError, VfsError } from '../../src/errors.js';
+import { join } from '../../src/paths.js';
 import type { Entry, VfsApi } from '../../src/vfs/types.js';
 import { attrsOf } from './attrs.js';
 import { DirHandle } from './dir-handle.js';
@@ -47,6 +48,12 @@ export interface SessionDeps {
    * (reused-reads.ts); `data` itself otherwise. Applied to what outlives the request's event: WRITE data.
    */
   stable?(data: Buffer): Buffer;
+  /**
+   * Virtual paths open for an exclusive create (OPEN with CREAT|EXCL) on any session of this
+   * server: a second exclusive open of the same path fails while the first is open, as open(2)
+   * with O_EXCL would (the file only appears at CLOSE here). The put itself never replaces.
+   */
+  exclusive?: Set<string>;
 }
 
 /** Client paths are relative to the user's root: `.` and `` are `/`, `..` stops at `/`. */
@@ -272,6 +279,11 @@ export class SftpSession {
     if (!plain && !existing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
     if (existing && excl) throw new VfsError('EXISTS', 'file exists');
     const keep = existing && existing.size > 0 && !(flags & OPEN_MODE.TRUNC);
+    const claim = excl ? join(this.ctx.principal.basePath, path) : undefined;
+    if (claim !== undefined) {
+      if (this.d.exclusive?.has(claim)) throw new VfsError('EXISTS', 'file exists');
+      this.d.exclusive?.add(claim);
+    }
     const w = new WriteHandle(this.vfs, this.ctx, path, {
       overwrite: !excl,
       append: (flags & OPEN_MODE.APPEND) !== 0,
@@ -285,8 +297,11 @@ export class SftpSession {
       await w.start();
     } catch (e) {
       this.handles.delete(hid.toString('hex'));
+      if (claim !== undefined) this.d.exclusive?.delete(claim);
       return this.missingParent(path, e);
     }
+    // The claim lasts until the upload landed or failed (CLOSE, abort or the session's end).
+    if (claim !== undefined) void w.settled().finally(() => this.d.exclusive?.delete(claim));
     if (this.ended) throw new VfsError('UPSTREAM', 'session ended');
     this.out().handle(id, hid);
   }

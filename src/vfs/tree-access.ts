@@ -35,7 +35,7 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
     copyTo: async (src, dst, a) => toObj(await vfs.copyTo(ctx(a.signal), src, dst)),
     remove: async (path, a) => vfs.remove(ctx(a.signal), path, { onlyEmpty: a.onlyEmpty }),
     put: async (path, stream, a) =>
-      toObj(await vfs.put(ctx(a.signal), path, stream, { size: a.size, modified: a.modified, hashes: a.hashes, onProgress: a.onProgress })),
+      toObj(await vfs.put(ctx(a.signal), path, stream, { size: a.size, modified: a.modified, hashes: a.hashes, onProgress: a.onProgress, ...(a.noReplace ? { overwrite: false } : {}) })),
     setModified: async (path, modified, a) => vfs.setModified(ctx(a.signal), path, modified),
   };
 }

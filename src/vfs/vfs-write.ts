@@ -255,6 +255,7 @@ export class VfsWriter {
     const made = await tree.call(() =>
       d.put!(dir, body, {
         name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
+        ...(opts.overwrite === false ? { noReplace: true } : {}),
       }),
     );
     tree.changed(loc.mount, loc.dpath);
