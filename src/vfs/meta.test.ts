@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PERM } from '../auth/principal.js';
 import { isVfsError } from '../errors.js';
-import { validateHide } from './meta.js';
+import { compileHide, validateHide } from './meta.js';
 import { makeCore, principal, type TestCore } from './testing.js';
 
 describe('MetaRules', () => {
@@ -95,5 +95,13 @@ describe('MetaRules', () => {
       expect(isVfsError(e, 'INVALID')).toBe(true);
       expect((e as Error).message).toMatch(/^\[z-a\] is illegal: /);
     }
+  });
+
+  it('takes a leading inline option group as AList (regexp2) does: (?i) is case-insensitive', () => {
+    const [ci, cs, multi] = compileHide('(?i)^secret\n^secret\n(?is)^a.b$');
+    expect([ci!.test('SECRET.txt'), cs!.test('SECRET.txt'), cs!.test('secret.txt')]).toEqual([true, false, true]);
+    expect(multi!.test('A\nB')).toBe(true);
+    expect(() => validateHide('(?i)^ok')).not.toThrow();
+    expect(() => validateHide('(?x)a b')).toThrow(/is illegal/); // no JS form: refused, not misread
   });
 });

@@ -24,17 +24,29 @@ interface Rule {
   hide: RegExp[];
 }
 
+/**
+ * One hide line as a RegExp. AList compiles hide lines with regexp2 (.NET syntax), where a pattern
+ * may start with inline options such as `(?i)`; JavaScript has no inline options, so a leading group
+ * of i, m, s (and n, x, which have no JS form and are refused) becomes the RegExp's flags.
+ */
+function hideRegex(line: string): RegExp {
+  const src = line.endsWith('\r') ? line.slice(0, -1) : line;
+  const lead = /^\(\?([a-zA-Z]+)\)/.exec(src);
+  if (!lead || !/^[ims]+$/.test(lead[1]!)) return new RegExp(src);
+  return new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join(''));
+}
+
 /** Hide text → one regex per line (a trailing CR is ignored; an empty line matches everything). */
 export function compileHide(text: string): RegExp[] {
   if (text === '') return [];
-  return text.split('\n').map((l) => new RegExp(l.endsWith('\r') ? l.slice(0, -1) : l));
+  return text.split('\n').map(hideRegex);
 }
 
 /** Check hide text at save time: VfsError('INVALID', `<line> is illegal: <err>`) for the first bad line. */
 export function validateHide(text: string): void {
   for (const line of text === '' ? [] : text.split('\n')) {
     try {
-      new RegExp(line.endsWith('\r') ? line.slice(0, -1) : line);
+      hideRegex(line);
     } catch (e) {
       throw new VfsError('INVALID', `${line} is illegal: ${(e as Error).message}`);
     }
