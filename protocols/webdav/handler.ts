@@ -97,7 +97,10 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
     res.once('close', () => {
       if (!res.writableFinished) abort.abort(); // the client went away: stop the VFS work
       const ms = Math.round((performance.now() - t0) * 10) / 10;
-      access.info({ method, path, status: res.statusCode, ms, user, ...(res.writableFinished ? {} : { aborted: true }) }, 'webdav');
+      // A request the client gave up on is logged as 499 (nginx's "client closed request"), not as the
+      // 200 Node's response still holds.
+      const status = res.writableFinished ? res.statusCode : 499;
+      access.info({ method, path, status, ms, user, ...(res.writableFinished ? {} : { aborted: true }) }, 'webdav');
     });
     try {
       const p = userPathOf(req.url ?? '/');
@@ -116,6 +119,12 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       if (follower.busy) await follower.settled(); // locks and properties reflect every change so far
       await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal }, settled: follower.settled });
     } catch (e) {
+      if (abort.signal.aborted) {
+        // The client went away mid-request (an upload cut off): its own doing, not a server failure.
+        deps.log.debug({ method, path, err: e }, 'webdav client went away');
+        res.destroy();
+        return;
+      }
       fail(req, res, method, e);
     }
   }
