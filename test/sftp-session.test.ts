@@ -213,6 +213,20 @@ describe('exclusive create (OPEN with CREAT|EXCL)', () => {
   });
 });
 
+describe('a trailing slash names a folder', () => {
+  it('OPEN of name/ creates nothing; STAT of file/ is no such file; STAT of folder/ works', async () => {
+    await writeFile(join(storage(), 'slash-file.bin'), 'f');
+    const codes = await withSsh2Sftp(asAdmin(), async (sftp) => [
+      await statusCode((cb) => sftp.open('/slash-new/', 'w', cb)),
+      await statusCode((cb) => sftp.stat('/slash-file.bin/', cb)),
+      await statusCode((cb) => sftp.stat('/slash-file.bin', cb)),
+      await statusCode((cb) => sftp.stat('/', cb)),
+    ]);
+    expect(codes).toEqual([STATUS.FAILURE, STATUS.NO_SUCH_FILE, undefined, undefined]);
+    await expect(stat(join(storage(), 'slash-new'))).rejects.toThrow();
+  });
+});
+
 describe('what sshfs sends', () => {
   type Cb<T = void> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
   const p = <T>(call: (cb: Cb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));

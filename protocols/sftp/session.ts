@@ -56,6 +56,11 @@ export interface SessionDeps {
   exclusive?: Set<string>;
 }
 
+/** A client path with a trailing slash (other than the root itself) can only name a folder. */
+function namesFolder(p: string): boolean {
+  return p.length > 1 && p.endsWith('/');
+}
+
 /** Client paths are relative to the user's root: `.` and `` are `/`, `..` stops at `/`. */
 export function clientPath(p: string): string {
   return posix.resolve('/', p);
@@ -143,7 +148,14 @@ export class SftpSession {
 
   private listen(): void {
     const s = this.sftp;
-    s.on('OPEN', (id: number, filename: string, flags: number) => this.run(id, () => this.open(id, clientPath(filename), flags)));
+    s.on('OPEN', (id: number, filename: string, flags: number) =>
+      this.run(id, async () => {
+        // `name/` names a folder (open(2): EISDIR to create or write, ENOTDIR on a file); `scp f
+        // host:newdir/` would otherwise create a file called newdir.
+        if (namesFolder(filename)) throw new VfsError('IS_A_DIR', 'is a directory');
+        await this.open(id, clientPath(filename), flags);
+      }),
+    );
     s.on('READ', (id: number, h: Buffer, offset: number, length: number) =>
       this.run(id, async () => {
         const r = this.handle(h);
@@ -187,8 +199,9 @@ export class SftpSession {
         // the upload only lands at CLOSE (until then the VFS has no file, or the old one whose size
         // TRUNC made stale), and sshfs STATs right after OPEN(CREAT) and fails the create on ENOENT.
         const w = this.writerOf(path);
-        const a = w ? await this.fstat(w) : attrsOf(await this.vfs.stat(this.ctx, path));
-        this.out().attrs(id, a);
+        const e = w ? undefined : await this.vfs.stat(this.ctx, path);
+        if (namesFolder(p) && !e?.isDir) throw new VfsError('NOT_FOUND', 'not a directory'); // stat(2): ENOTDIR
+        this.out().attrs(id, e ? attrsOf(e) : await this.fstat(w!));
       });
     s.on('STAT', stat);
     s.on('LSTAT', stat);
