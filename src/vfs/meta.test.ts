@@ -54,6 +54,17 @@ describe('MetaRules', () => {
     await expect(core.rules.assertAccess(nobody, '/h/secret', undefined)).rejects.toMatchObject({ code: 'NOT_FOUND' });
   });
 
+  it('hide never tests the folders down to the user\'s base path: a hidden parent does not lock its users out', async () => {
+    await meta('/users', { hide: '^alice$' });
+    await meta('/users/alice', { hide: '^private$' });
+    const alice = principal(0, '/users/alice');
+    expect(await core.rules.isHidden(nobody, '/users/alice/report.txt')).toBe(true);
+    expect(await core.rules.isHidden(alice, '/users/alice')).toBe(false);
+    expect(await core.rules.isHidden(alice, '/users/alice/report.txt')).toBe(false);
+    // Below the base path the rules hold as for anyone.
+    expect(await core.rules.isHidden(alice, '/users/alice/private')).toBe(true);
+  });
+
   it('an empty hide line hides everything', async () => {
     await meta('/all', { hide: 'nothing\n' });
     expect(await core.rules.isHidden(nobody, '/all/anything')).toBe(true);

@@ -14,7 +14,7 @@
 import { safeEqual } from '../auth/passwords.js';
 import { can, type Principal } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
-import { segments } from '../paths.js';
+import { isWithin, segments } from '../paths.js';
 import type { Repo } from '../store/store.js';
 import type { MetaRecord } from '../store/types.js';
 import type { DirFacts } from './types.js';
@@ -80,10 +80,17 @@ function hidePatternsIn(rules: RuleMap, p: Principal, dirVpath: string): RegExp[
   return r && applies(r.meta, dir, r.meta.h_sub) ? r.hide : [];
 }
 
+/**
+ * Hidden: some component below the principal's base path matches its parent folder's hide rule.
+ * The folders down to the base path itself are never tested: they are the user's root, not
+ * something the user browses into (a hidden `/users` must not lock out a user based at
+ * `/users/alice`, as AList, which tests only the requested name, would not).
+ */
 function hiddenIn(rules: RuleMap, p: Principal, vpath: string): boolean {
   if (can.seeHidden(p)) return false;
   const segs = segments(vpath);
-  for (let i = 0; i < segs.length; i++) {
+  const base = isWithin(p.basePath, vpath) ? segments(p.basePath).length : 0;
+  for (let i = base; i < segs.length; i++) {
     const patterns = hidePatternsIn(rules, p, '/' + segs.slice(0, i).join('/'));
     if (patterns.some((re) => re.test(segs[i]!))) return true;
   }
