@@ -177,11 +177,22 @@ describe('without sign_all', () => {
     expect((await get(`/d/dl/sub/inner.txt?sign=${encodeURIComponent(s)}`)).body.toString()).toBe('in');
   });
 
-  it('hidden files are not served on /d or /p, even with a sign (decision 3)', async () => {
+  it('hidden files are not served on /d or /p without a sign (decision 3); the sign a lister who sees them gets opens them', async () => {
     await addMeta(ts, admin, { path: '/hid', hide: '^secret' });
     expectCode(await envelope('/d/hid/secret.txt'), 500, 'failed link: failed to get file: object not found');
-    expectCode(await envelope(`/p/hid/secret.txt?sign=${sign('/hid/secret.txt')}`), 500, 'failed link: failed to get file: object not found');
+    expectCode(await envelope('/p/hid/secret.txt?sign=forged'), 401, 'expire invalid');
+    expectCode(await envelope('/p/hid/secret.txt?sign=forged:0'), 401, 'sign invalid');
     expect((await get('/d/hid/shown.txt')).body.toString()).toBe('v');
+    // The admin sees hidden files: fs/list and fs/get sign them although signs are off, and the
+    // links work, as the web UI's preview and download need.
+    const listed = (await list(ts, admin, '/hid')).data!.content;
+    expect(listed.find((e) => e.name === 'shown.txt')!.sign).toBe('');
+    const s = listed.find((e) => e.name === 'secret.txt')!.sign;
+    expect(s).toBe(sign('/hid/secret.txt'));
+    const got = await ts.api<{ sign: string; raw_url: string }>('/api/fs/get', { token: admin, body: { path: '/hid/secret.txt' } });
+    expect(got.data!.sign).toBe(s);
+    expect((await get(`/d/hid/secret.txt?sign=${encodeURIComponent(s)}`)).body.toString()).toBe('s');
+    expect((await get(new URL(got.data!.raw_url).pathname + new URL(got.data!.raw_url).search)).body.toString()).toBe('s');
   });
 
   it('/d paths are absolute in the tree, not joined to a base path', async () => {

@@ -8,8 +8,9 @@
  *   grant ever applies), base `/`, permission 0 — no see-hidden (decision 3: hide rules hold on every
  *   surface) and no skip-password. Used to find out whether the path needs a sign, and to serve it
  *   when it does not.
- * - SIGNED_LINK: the same plus "access without path password", used only after a valid sign proved
- *   that someone allowed to list the file handed the link out.
+ * - SIGNED_LINK: the same plus "access without path password" and "see hidden", used only after a
+ *   valid sign proved that someone allowed to list the file handed the link out (fs/list and fs/get
+ *   sign hidden files for principals who see them, even where signs are otherwise off).
  * Errors are AList's JSON envelope with HTTP 200 (the envelope's error handler).
  */
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -32,7 +33,7 @@ import { contentTypeOf } from '../mime.js';
 export const LINK_PRINCIPAL: Principal = Object.freeze({
   userId: 0, username: '(link)', role: -1 as unknown as Role, basePath: '/', permission: 0, disabled: false, otp: false, pwdTs: 0,
 });
-export const SIGNED_LINK_PRINCIPAL: Principal = Object.freeze({ ...LINK_PRINCIPAL, permission: PERM.NO_PASSWORD });
+export const SIGNED_LINK_PRINCIPAL: Principal = Object.freeze({ ...LINK_PRINCIPAL, permission: PERM.NO_PASSWORD | PERM.SEE_HIDDEN });
 
 /** The absolute tree path of a /d or /p URL (percent-decoded; `..`, NUL and `\` refused by normalize). */
 function treePath(req: FastifyRequest, prefix: '/d' | '/p'): string {
@@ -61,7 +62,9 @@ async function authorize(core: Core, req: FastifyRequest, path: string, signal: 
         return { ctx: probe, storage };
       }
     } catch (e) {
-      if (!isVfsError(e, 'PASSWORD_REQUIRED')) throw e;
+      // Hidden from an anonymous link: only a sign can open it (it is checked below).
+      const signedHidden = isVfsError(e, 'NOT_FOUND') && queryString(req, 'sign') !== '';
+      if (!isVfsError(e, 'PASSWORD_REQUIRED') && !signedHidden) throw e;
     }
   }
   const failure = verifySign(core.settings.get('token'), path, queryString(req, 'sign').replace(/\/+$/, ''));

@@ -7,7 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Core } from '../../../src/core.js';
 import type { AccessContext } from '../../../src/auth/principal.js';
 import { can } from '../../../src/auth/principal.js';
-import { encodePathForUrl } from '../../../src/paths.js';
+import { basename, encodePathForUrl, parent } from '../../../src/paths.js';
 import { isVfsError } from '../../../src/errors.js';
 import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
@@ -15,6 +15,7 @@ import { accessContext } from '../app.js';
 import { ApiError, ok } from '../envelope.js';
 import { apiUrl, formatTime, nameMapper, toObjResp } from '../entry.js';
 import { bool, downProxy, fields, int, mustProxy, paginate, signIf, signRequired, str } from '../fs-common.js';
+import { LINK_PRINCIPAL } from './download.js';
 
 const ANY = ['GET', 'POST'] as const;
 
@@ -47,6 +48,18 @@ async function rawUrl(
   return link.kind === 'url' ? link.url : `${api}/d${enc}${q}`;
 }
 
+/**
+ * Which files of a folder an anonymous /d or /p link cannot reach because meta hide hides them. A
+ * principal who sees hidden entries gets a sign for those even where signs are otherwise off: the
+ * sign proves the link came from someone allowed to see the file (download.ts).
+ */
+async function hiddenFromLinks(core: Core, ctx: AccessContext, dirVpath: string): Promise<(name: string) => boolean> {
+  if (!can.seeHidden(ctx.principal)) return () => false; // such a principal never lists hidden files
+  if (await core.rules.isHidden(LINK_PRINCIPAL, dirVpath)) return () => true;
+  const patterns = await core.rules.hidePatterns(LINK_PRINCIPAL, dirVpath);
+  return patterns.length ? (name) => patterns.some((re) => re.test(name)) : () => false;
+}
+
 const routes: RoutePlugin = async (app, { core }) => {
   const mapName = () => nameMapper(core.settings);
 
@@ -60,8 +73,9 @@ const routes: RoutePlugin = async (app, { core }) => {
       const signed = signRequired(core, l.storage, l.facts.passwordProtected);
       const page = paginate(l.entries, int(f, 'page'), int(f, 'per_page'));
       const mn = mapName();
+      const hidden = !signed && page.length ? await hiddenFromLinks(core, ctx, parent(page[0]!.vpath)) : () => false;
       return ok({
-        content: page.map((e) => toObjResp(e, { sign: signIf(core, signed && !e.isDir, e.vpath), settings: core.settings, mapName: mn, listType: true })),
+        content: page.map((e) => toObjResp(e, { sign: signIf(core, (signed || hidden(e.name)) && !e.isDir, e.vpath), settings: core.settings, mapName: mn, listType: true })),
         total: l.entries.length,
         readme: l.facts.readme,
         header: l.facts.header,
@@ -81,7 +95,8 @@ const routes: RoutePlugin = async (app, { core }) => {
       const entry = await core.vfs.stat(ctx, path);
       const storage = await core.vfs.storageOf(ctx, path);
       const facts = await core.vfs.facts(ctx, path);
-      const sign = signIf(core, !entry.isDir && signRequired(core, storage, facts.passwordProtected), entry.vpath);
+      const hidden = (await hiddenFromLinks(core, ctx, parent(entry.vpath)))(basename(entry.vpath));
+      const sign = signIf(core, !entry.isDir && (signRequired(core, storage, facts.passwordProtected) || hidden), entry.vpath);
       const obj = toObjResp(entry, { sign, settings: core.settings, mapName: mapName(), listType: false });
       if (entry.vpath === '/' && entry.name === '') obj.name = 'root';
       return ok({
