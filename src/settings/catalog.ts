@@ -21,6 +21,8 @@ export interface SettingDef {
   options?: string;
   help?: string;
   check?: SettingCheck;
+  /** Numbers: the whole numbers allowed (a value outside makes the feature misbehave, see each row). */
+  range?: readonly [min: number, max: number];
 }
 
 export const GROUP = { SINGLE: 0, SITE: 1, STYLE: 2, PREVIEW: 3, GLOBAL: 4, OFFLINE_DOWNLOAD: 5, INDEX: 6, SSO: 7, LDAP: 8, S3: 9, FTP: 10, TRAFFIC: 11 } as const;
@@ -60,7 +62,7 @@ const ROWS: Row[] = [
   ['site_title', 'AList', 'string', SITE, PUBLIC],
   ['announcement', '### repo\nhttps://github.com/alist-org/alist', 'text', SITE, PUBLIC],
   ['pagination_type', 'all', 'select', SITE, PUBLIC, { options: 'all,pagination,load_more,auto_load_more' }],
-  ['default_page_size', '30', 'number', SITE, PUBLIC],
+  ['default_page_size', '30', 'number', SITE, PUBLIC, { range: [1, 10_000] }],
   ['allow_indexed', 'false', 'bool', SITE, PUBLIC],
   ['allow_mounted', 'true', 'bool', SITE, PUBLIC],
   ['robots_txt', 'User-agent: *\nAllow: /', 'text', SITE, PUBLIC],
@@ -91,7 +93,8 @@ const ROWS: Row[] = [
   ['package_download', 'true', 'bool', GLOBAL, PUBLIC],
   ['customize_head', '', 'text', GLOBAL, PRIVATE],
   ['customize_body', '', 'text', GLOBAL, PRIVATE],
-  ['link_expiration', '0', 'number', GLOBAL, PRIVATE, { help: 'hours; 0 = signs never expire' }],
+  // Bounded so the expiry stays a safe integer: past it every sign handed out fails `expire invalid`.
+  ['link_expiration', '0', 'number', GLOBAL, PRIVATE, { help: 'hours; 0 = signs never expire', range: [0, 876_000] }],
   ['sign_all', 'true', 'bool', GLOBAL, PRIVATE],
   ['privacy_regs', PRIVACY_REGS, 'text', GLOBAL, PRIVATE, { check: 'regex_lines', help: 'one JavaScript regex per line; matches are masked in error messages' }],
   ['ocr_api', 'https://api.nn.ci/ocr/file/json', 'string', GLOBAL, PUBLIC],
@@ -114,7 +117,7 @@ const ROWS: Row[] = [
   ['search_index', 'none', 'select', INDEX, PUBLIC, { options: 'database,database_non_full_text,bleve,meilisearch,none' }],
   ['auto_update_index', 'false', 'bool', INDEX, PUBLIC],
   ['ignore_paths', '', 'text', INDEX, PRIVATE, { help: 'one path per line' }],
-  ['max_index_depth', '20', 'number', INDEX, PRIVATE, { help: 'max depth of index' }],
+  ['max_index_depth', '20', 'number', INDEX, PRIVATE, { help: 'max depth of index', range: [0, 1000] }],
   ['index_progress', '{}', 'text', INDEX, PRIVATE, { check: 'json_object' }],
   // sso
   ['sso_login_enabled', 'false', 'bool', SSO, PUBLIC],
@@ -137,10 +140,10 @@ const ROWS: Row[] = [
   ['s3_access_key_id', '', 'string', S3, PRIVATE],
   ['s3_secret_access_key', '', 'string', S3, PRIVATE],
   // traffic: task worker counts and speed limits (-1 = unlimited)
-  ['offline_download_task_threads_num', '4', 'number', TRAFFIC, PRIVATE],
-  ['offline_download_transfer_task_threads_num', '4', 'number', TRAFFIC, PRIVATE],
-  ['upload_task_threads_num', '4', 'number', TRAFFIC, PRIVATE],
-  ['copy_task_threads_num', '4', 'number', TRAFFIC, PRIVATE],
+  ['offline_download_task_threads_num', '4', 'number', TRAFFIC, PRIVATE, { range: [1, 64] }],
+  ['offline_download_transfer_task_threads_num', '4', 'number', TRAFFIC, PRIVATE, { range: [1, 64] }],
+  ['upload_task_threads_num', '4', 'number', TRAFFIC, PRIVATE, { range: [1, 64] }],
+  ['copy_task_threads_num', '4', 'number', TRAFFIC, PRIVATE, { range: [1, 64] }],
   ['max_server_download_speed', '-1', 'number', TRAFFIC, PRIVATE, { help: 'KB/s; -1 = unlimited' }],
   ['max_server_upload_speed', '-1', 'number', TRAFFIC, PRIVATE, { help: 'KB/s; -1 = unlimited' }],
   // treegate's own: bounds what a SimpleHttp offline download may write to the temp folder.

@@ -27,6 +27,14 @@ describe('catalog', () => {
       if (d.flag !== FLAG.READONLY && d.key !== 'token') expect(() => validateSetting(d.key, d.default, d), d.key).not.toThrow();
     }
   });
+  it('keeps bounded numbers in range: a link_expiration past 2^53 seconds would break every sign', () => {
+    const def = (k: string) => CATALOG.find((d) => d.key === k)!;
+    expect(() => validateSetting('link_expiration', '9999999999999', def('link_expiration'))).toThrow(/from 0 to 876000/);
+    expect(() => validateSetting('link_expiration', '1.5', def('link_expiration'))).toThrow(/whole number/);
+    expect(() => validateSetting('link_expiration', '48', def('link_expiration'))).not.toThrow();
+    expect(() => validateSetting('default_page_size', '-5', def('default_page_size'))).toThrow(/from 1/);
+    expect(() => validateSetting('copy_task_threads_num', '0', def('copy_task_threads_num'))).toThrow(/from 1 to 64/);
+  });
 });
 
 describe('Settings', () => {

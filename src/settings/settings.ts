@@ -138,6 +138,9 @@ export function validateSetting(k: string, v: unknown, d: SettingDef | undefined
   switch (d.type) {
     case 'number':
       if (!/^-?\d+(\.\d+)?$/.test(v.trim())) throw bad('not a number');
+      if (d.range && !(Number.isInteger(Number(v)) && Number(v) >= d.range[0] && Number(v) <= d.range[1])) {
+        throw bad(`must be a whole number from ${d.range[0]} to ${d.range[1]}`);
+      }
       break;
     case 'bool':
       if (v !== 'true' && v !== 'false') throw bad('must be true or false');
