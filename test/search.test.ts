@@ -90,6 +90,27 @@ describe('with search_index database', () => {
     expectCode(await search(admin, { keywords: 'report', per_page: 0 }), 400, "per_page can't < 1");
   });
 
+  it('refuses keywords past 512 characters or 32 words with a 400, at once', async () => {
+    const t0 = Date.now();
+    expectCode(await search(admin, { keywords: 'a'.repeat(500_000) }), 400, 'keywords too long: at most 512 characters');
+    expect(Date.now() - t0).toBeLessThan(2000); // the scan of every trigram took ~7 s
+    expectCode(await search(admin, { keywords: Array.from({ length: 40_000 }, (_, i) => String(i).padStart(5, 'x')).join(' ') }), 400, 'keywords too long: at most 512 characters');
+    // ~1,000 keywords used to exceed SQLite's expression depth (500 internal error).
+    expect((await search(admin, { keywords: Array.from({ length: 1000 }, (_, i) => `k${i}`).join(' ') })).code).toBe(400);
+    expectCode(await search(admin, { keywords: 'a b c d e f g h i j k l m n o p q r s t u v w x y z 0 1 2 3 4 5 6' }), 400, 'too many keywords: at most 32');
+    const r = await search(admin, { keywords: 'r e p o r t f i n a l p d f R E P O R T' }); // 11 distinct, all in the name
+    ok(r);
+    expect(hitPaths(r.data)).toEqual(['/docs/Report Final.pdf']);
+  });
+
+  it('answers an empty page with the total for page numbers past any row', async () => {
+    for (const [page, per_page] of [[1e15, 100_000], [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER]]) {
+      const r = await search(admin, { keywords: 'report', parent: '/docs', page, per_page });
+      ok(r);
+      expect(r.data).toEqual({ content: [], total: 5 });
+    }
+  });
+
   it('finds CJK and accented names whatever their normal form', async () => {
     expect(hitPaths((await search(admin, { keywords: '文件' })).data)).toEqual(['/docs/中文文件名.txt']);
     expect(hitPaths((await search(admin, { keywords: '中文文件名' })).data)).toEqual(['/docs/中文文件名.txt']);
@@ -132,6 +153,26 @@ describe('with search_index database', () => {
       return search(admin, { keywords: 'dropped' });
     }, (x) => x.data?.total === 1, 15_000, 300);
     expect(hitPaths(r.data)).toEqual(['/docs/outside/dropped by hand.txt']);
+  });
+
+  it('leaves out a disabled storage (as fs/get does) until enabled, and a moved storage\'s old paths', async () => {
+    const user = await makeUser(ts, admin, 'mover', 0);
+    const c = await ts.api<{ id: number }>('/api/admin/storage/create', { token: admin, body: { mount_path: '/zoo', driver: 'Memory' } });
+    ok(c);
+    const id = c.data!.id;
+    ok(await putFile(ts, admin, '/zoo/zebra one.txt', 'z'));
+    expect(hitPaths((await search(user, { keywords: 'zebra' })).data)).toEqual(['/zoo/zebra one.txt']);
+    ok(await ts.api(`/api/admin/storage/disable?id=${id}`, { token: admin, body: {} }));
+    expectCode(await ts.api('/api/fs/get', { token: admin, body: { path: '/zoo/zebra one.txt' } }), 500, 'storage not init: disabled');
+    for (const t of [user, admin]) expect((await search(t, { keywords: 'zebra' })).data).toEqual({ content: [], total: 0 });
+    expect((await search(admin, { keywords: 'zoo' })).data!.total).toBe(0);
+    ok(await ts.api(`/api/admin/storage/enable?id=${id}`, { token: admin, body: {} }));
+    expect(hitPaths((await search(user, { keywords: 'zebra' })).data)).toEqual(['/zoo/zebra one.txt']);
+    const s = (await ts.api<Record<string, unknown>>(`/api/admin/storage/get?id=${id}`, { token: admin })).data!;
+    ok(await ts.api('/api/admin/storage/update', { token: admin, body: { ...s, mount_path: '/zoo2' } }));
+    expect((await search(admin, { keywords: 'zebra' })).data!.total).toBe(0);
+    expect((await search(admin, { keywords: 'zoo' })).data!.total).toBe(0);
+    ok(await ts.api(`/api/admin/storage/delete?id=${id}`, { token: admin, body: {} }));
   });
 
   it('clear empties the index; update re-indexes a folder', async () => {

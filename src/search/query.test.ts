@@ -97,6 +97,37 @@ describe('scope, subtree and paging', () => {
     expect(names(p2)).toEqual(all.slice(2, 4));
     expect(search('report', { offset: 10, limit: 2 })).toEqual({ hits: [], total: 6 });
   });
+
+  it('an offset or limit past 2^53 (absurd page numbers) answers an empty page with the total, not an SQL error', () => {
+    expect(search('report', { offset: 1e15 * 1e5, limit: 1e5 })).toEqual({ hits: [], total: 6 });
+    expect(search('report', { offset: 2 ** 53 * 2 ** 53, limit: 2 ** 53 })).toEqual({ hits: [], total: 6 });
+    expect(search('report', { root: '/docs', offset: 1e20, limit: 1e20 })).toEqual({ hits: [], total: 4 });
+    expect(search('report', { offset: 0, limit: 1e20 }).hits).toHaveLength(6);
+  });
+});
+
+describe('offline storages', () => {
+  it("leaves out the rows a disabled storage owns, not those of a storage mounted inside it", () => {
+    store.upsert([dir('/docs/reports', 'inner'), file('/docs/reports/inner', 'report inner.txt')]);
+    const offline = [{ path: '/docs', inner: ['/docs/reports/inner'] }];
+    expect(paths(search('report', { offline }))).toEqual(['/docs/reports/inner/report inner.txt', '/ab/report.txt', '/abc/report.txt']);
+    expect(search('report', { offline, root: '/docs' }).total).toBe(1);
+    expect(paths(search('inner', { offline }))).toEqual(['/docs/reports/inner', '/docs/reports/inner/report inner.txt']);
+    expect(paths(search('docs', { offline }))).toEqual([]); // the mount point itself
+    expect(search('report', { offline, root: '/docs/reports/inner' }).total).toBe(1);
+    // On whole segments: /ab offline leaves /abc alone; a root storage owns what no other one does.
+    expect(paths(search('report', { offline: [{ path: '/ab', inner: [] }] }))).toEqual([
+      '/docs/Report Final.PDF', '/docs/reports/q1 report.xlsx', '/docs/reports/inner/report inner.txt', '/docs/report-draft.txt', '/abc/report.txt', '/docs/reports',
+    ]);
+    expect(paths(search('report', { offline: [{ path: '/', inner: ['/abc'] }] }))).toEqual(['/abc/report.txt']);
+  });
+
+  it('many offline storages are checked row by row with the same answers', () => {
+    const many = Array.from({ length: 80 }, (_, i) => ({ path: `/none${i}`, inner: [] }));
+    const offline = [...many, { path: '/docs', inner: [] }, { path: '/ab', inner: [] }];
+    expect(paths(search('report', { offline }))).toEqual(['/abc/report.txt']);
+    expect(search('', { offline }).total).toBe(2);
+  });
 });
 
 describe('plans', () => {

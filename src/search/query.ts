@@ -8,7 +8,8 @@
  * (parent, lname, name) index instead — that is how short keywords are served too. Access rules: rows
  * outside every guarded rule's subtree are visible without further thought (pure SQL); rows inside
  * one are asked of the VFS's own canAccess through a SQL function, so `total` is exactly what the
- * caller may see and meta rules are evaluated by the VFS alone.
+ * caller may see and meta rules are evaluated by the VFS alone. Rows of storages that are not served
+ * (disabled) are left out the same way, by what the mount table says at query time (`offline`).
  */
 import type { Statement } from 'better-sqlite3';
 import { basename, isWithin, parent, segments } from '../paths.js';
@@ -26,7 +27,30 @@ export interface SearchQuery {
   scope: number;
   offset: number;
   limit: number;
+  /** Storages not served now (disabled): the rows they own are left out. */
+  offline?: readonly OfflineStorage[];
 }
+
+/**
+ * A storage whose rows are left out: those at and below `path`, except what lies at or below
+ * `inner`, the mount paths of the storages mounted inside it (a row belongs to the longest mount
+ * path holding it, as the mount table resolves it; each inner storage is judged on its own).
+ */
+export interface OfflineStorage {
+  path: string;
+  inner: readonly string[];
+}
+
+/** Rows owned by one of `offline` (see OfflineStorage), for the JS fallback of many storages. */
+function ownedBy(offline: readonly OfflineStorage[], vpath: string): boolean {
+  return offline.some((o) => isWithin(o.path, vpath) && !o.inner.some((i) => isWithin(i, vpath)));
+}
+
+/**
+ * SQLite binds integers as 64-bit; an offset past this (page × per_page of absurd sizes) can never
+ * reach a row anyway, and past 2^63 it is not an integer to SQLite at all (SQLITE_MISMATCH).
+ */
+const MAX_ROWS = Number.MAX_SAFE_INTEGER;
 
 export interface SearchPage {
   hits: IndexRow[];
@@ -49,6 +73,7 @@ function trigrams(k: string): string[] {
 
 export class SearchQueries {
   private check: AccessChecker | undefined;
+  private offline: readonly OfflineStorage[] | undefined;
   private readonly statements = new Map<string, Statement>();
 
   constructor(private readonly db: Db) {
@@ -57,6 +82,12 @@ export class SearchQueries {
       const c = this.check;
       if (!c) return 1;
       return c.canAccess(p === '/' ? `/${String(name)}` : `${String(p)}/${String(name)}`) ? 1 : 0;
+    });
+    // Likewise `this.offline`, when too many storages are offline for plain SQL terms.
+    db.function('tg_offline', { deterministic: false }, (p: unknown, name: unknown) => {
+      const o = this.offline;
+      if (!o) return 0;
+      return ownedBy(o, p === '/' ? `/${String(name)}` : `${String(p)}/${String(name)}`) ? 1 : 0;
     });
   }
 
@@ -71,7 +102,8 @@ export class SearchQueries {
   }
 
   /** `access` undefined: no rule can deny anything (see-hidden and skip-password). */
-  run(q: SearchQuery, access?: AccessChecker): SearchPage {
+  run(query: SearchQuery, access?: AccessChecker): SearchPage {
+    const q = { ...query, offset: Math.min(query.offset, MAX_ROWS), limit: Math.min(query.limit, MAX_ROWS) };
     const long = q.keywords.filter(indexable);
     const sub = below(q.root, 'e.parent');
     const useIndex = long.length > 0 && this.indexPays(long, sub);
@@ -92,6 +124,12 @@ export class SearchQueries {
       params.push(...sub.params);
     }
     if (q.scope !== 0) where.push(q.scope === 1 ? 'e.is_dir = 1' : 'e.is_dir = 0');
+    const offline = (q.offline ?? []).filter((o) => isWithin(o.path, q.root) || isWithin(q.root, o.path));
+    const off = offline.length ? this.offlineTerms(offline) : undefined;
+    if (off) {
+      where.push(off.sql);
+      params.push(...off.params);
+    }
     const guard = access && this.guard(q.root, access.guarded);
     if (guard) {
       where.push(guard.sql);
@@ -101,6 +139,7 @@ export class SearchQueries {
     const page = `SELECT e.parent, e.name, e.is_dir, e.size FROM ${from} WHERE ${cond} ORDER BY e.name, e.parent LIMIT ? OFFSET ?`;
     const count = `SELECT count(*) FROM ${from} WHERE ${cond}`;
     this.check = access;
+    this.offline = offline;
     try {
       // Usually one pass: a window count rides along with the page. A scan of the whole index can
       // match most rows, and materialising them for the window costs more than counting twice.
@@ -113,6 +152,7 @@ export class SearchQueries {
       return { hits: rows.map(({ total: _, ...hit }) => hit), total };
     } finally {
       this.check = undefined;
+      this.offline = undefined;
     }
   }
 
@@ -135,6 +175,22 @@ export class SearchQueries {
     const cap = est * SCAN_COST_RATIO;
     const size = this.prepare(`SELECT count(*) FROM (SELECT 1 FROM entries e WHERE ${sub.sql} LIMIT ?)`).pluck().get(...sub.params, cap) as number;
     return size >= cap;
+  }
+
+  /** The condition leaving out the rows of `offline` storages (see OfflineStorage). */
+  private offlineTerms(offline: readonly OfflineStorage[]): { sql: string; params: unknown[] } {
+    if (offline.reduce((n, o) => n + 1 + o.inner.length, 0) > MAX_GUARD_TERMS) return { sql: 'NOT tg_offline(e.parent, e.name)', params: [] };
+    const terms: string[] = [];
+    const params: unknown[] = [];
+    /** The row at `p` and every row below it. */
+    const tree = (p: string): string => {
+      if (segments(p).length === 0) return '1';
+      const b = below(p, 'e.parent');
+      params.push(parent(p), basename(p), ...b.params);
+      return `((e.parent = ? AND e.name = ?) OR ${b.sql})`;
+    };
+    for (const o of offline) terms.push(`NOT (${[tree(o.path), ...o.inner.map((i) => `NOT ${tree(i)}`)].join(' AND ')})`);
+    return { sql: terms.join(' AND '), params };
   }
 
   /** The access condition for rows below `root`, or undefined when no rule there can deny. */

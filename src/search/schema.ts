@@ -21,7 +21,7 @@
  * empty one, which the service then rebuilds (the index is derived data).
  */
 import Database from 'better-sqlite3';
-import { rmSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, rmSync } from 'node:fs';
 
 export type Db = Database.Database;
 
@@ -78,14 +78,33 @@ export const CONNECTION_PRAGMAS = [
 /** The layout's version (see the top). */
 export const FORMAT = 2;
 
+/**
+ * Like every file in DATA, the index is 0600: it holds every file name, hidden and password-protected
+ * ones too. SQLite creates a missing file 0644 (less the umask), so it is created here first (an empty
+ * file is an empty database); the -wal and -shm files take the database file's mode. A file left by
+ * an older version is tightened.
+ */
+function privateFile(file: string): void {
+  closeSync(openSync(file, 'a', 0o600));
+  for (const suffix of ['', '-wal', '-shm']) {
+    try {
+      chmodSync(file + suffix, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
 /** Open (creating or replacing) the index file; `replaced`: it held an index of another format. */
 export function openIndexDb(file: string): { db: Db; replaced: boolean } {
+  privateFile(file);
   let db = new Database(file);
   const used = db.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get() !== 0;
   const replaced = used && db.pragma('user_version', { simple: true }) !== FORMAT;
   if (replaced) {
     db.close();
     for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    privateFile(file);
     db = new Database(file);
   }
   // Only takes effect on a new file (and must come before WAL): bigger pages made row writes

@@ -1,6 +1,6 @@
 /** SearchService over a real VFS (Memory storages): building, resuming, staying current, access rules. */
 import Database from 'better-sqlite3';
-import { rmSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isVfsError } from '../errors.js';
@@ -233,6 +233,39 @@ describe('staying current', () => {
     expect(await find('a', ADMIN, '/m', 1)).toEqual([]);
   });
 
+  it('a disabled storage is not answered (fs/get does not serve it) and comes back when enabled', async () => {
+    const { core } = rig;
+    await core.storages.create(storage('/m/a/inner'));
+    await core.vfs.put(ADMIN, '/m/a/inner/report six.txt', body('x'));
+    const all = await find('report');
+    const m = core.mounts.all().find((x) => x.record.mount_path === '/m')!;
+    await core.storages.disable(m.record.id);
+    expect(await find('report')).toEqual(['/n/report five.txt', '/m/a/inner/report six.txt']);
+    expect(await find('m', ADMIN, '/', 1)).toEqual([]); // nor its mount point
+    const user = ctx(principal(USER_BITS));
+    expect((await rig.service.search(user, { parent: '/m', keywords: 'report', scope: 0, page: 1, perPage: 10 })).total).toBe(1);
+    await core.storages.enable(m.record.id);
+    expect(await find('report')).toEqual(all);
+  });
+
+  it("a storage's mount path change drops its old paths, as a deletion does", async () => {
+    const { core } = rig;
+    const n = core.mounts.all().find((x) => x.record.mount_path === '/n')!;
+    const r = await core.storages.update({ ...n.record, mount_path: '/n2' });
+    expect(r.error).toBeUndefined();
+    expect(await find('report five')).toEqual([]);
+    expect(await find('n', ADMIN, '/', 1)).toEqual([]);
+    // The new path is indexed like any other folder: admin/index/update, a build, or listings with auto_update_index.
+    await core.vfs.put(ADMIN, '/n2/report seven.txt', body('x'));
+    rig.service.update(['/n2']);
+    await built(rig.service);
+    expect(await find('report seven')).toEqual(['/n2/report seven.txt']);
+    // Disabled while moved: the old path goes all the same.
+    const m = core.mounts.all().find((x) => x.record.mount_path === '/m')!;
+    await core.storages.update({ ...m.record, mount_path: '/m2', disabled: true });
+    expect(await find('report')).toEqual(['/n2/report seven.txt']);
+  });
+
   it('with auto_update_index, a listing refreshes what the index knows of that folder', async () => {
     const m = rig.core.mounts.all().find((x) => x.record.mount_path === '/m')!;
     const d = m.driver!;
@@ -271,5 +304,37 @@ describe('access rules', () => {
     expect(r).toEqual({ total: 1, hits: [{ parent: '/m/pub', name: 'report four.txt', isDir: false, size: 1 }] });
     const e = await rig.service.search(u, { parent: '../a', keywords: 'report', scope: 0, page: 1, perPage: 10 }).catch((x: unknown) => x);
     expect(isVfsError(e, 'INVALID')).toBe(true);
+  });
+});
+
+describe('limits and the file', () => {
+  const req = (keywords: string, page = 1, perPage = 100) => rig.service.search(ADMIN, { parent: '/', keywords, scope: 0, page, perPage });
+
+  it('refuses a keywords text or a number of keywords that could only cost, never match', async () => {
+    await expect(req('a'.repeat(500_000))).rejects.toThrow('keywords too long: at most 512 characters');
+    await expect(req(Array.from({ length: 1000 }, (_, i) => `k${i}`).join(' '))).rejects.toThrow(/^keywords too long/);
+    const many = Array.from({ length: 33 }, (_, i) => `k${i}`).join(' ');
+    const e = await req(many).catch((x: unknown) => x);
+    expect(isVfsError(e, 'INVALID')).toBe(true);
+    expect((e as Error).message).toBe('too many keywords: at most 32');
+    expect((await req(Array.from({ length: 32 }, (_, i) => `k${i}`).join(' '))).total).toBe(0);
+    expect((await req('report ' + ' '.repeat(400) + 'one')).total).toBe(1);
+    expect((await req('REPORT report Report')).total).toBe(5); // duplicates count once
+  });
+
+  it('an absurd page answers an empty page with the total', async () => {
+    expect(await req('report', 1e15, 1e5)).toEqual({ hits: [], total: 5 });
+    expect(await req('report', Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)).toEqual({ hits: [], total: 5 });
+  });
+
+  it('search.db and its -wal and -shm are 0600, also when an older file was 0644', async () => {
+    const modes = () => ['', '-wal', '-shm'].map((x) => statSync(dbFile() + x).mode & 0o777);
+    await find('report');
+    expect(modes()).toEqual([0o600, 0o600, 0o600]);
+    await rig.service.close();
+    for (const x of ['', '-wal', '-shm']) if (existsSync(dbFile() + x)) chmodSync(dbFile() + x, 0o644);
+    rig.restart();
+    expect(await find('report five')).toEqual(['/n/report five.txt']);
+    expect(modes()).toEqual([0o600, 0o600, 0o600]);
   });
 });

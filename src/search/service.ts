@@ -12,16 +12,16 @@ import { join as joinPath } from 'node:path';
 import type { Logger } from 'pino';
 import { can, type AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
-import { join, normalize } from '../paths.js';
+import { isWithin, join, normalize } from '../paths.js';
 import type { Settings } from '../settings/settings.js';
 import type { MetaRules } from '../vfs/meta.js';
-import type { MountTable } from '../vfs/mounts.js';
+import { STATUS_DISABLED, type MountTable } from '../vfs/mounts.js';
 import type { Vfs } from '../vfs/vfs.js';
 import { IndexBuilder, type IndexProgress } from './builder.js';
-import { SearchQueries, type SearchPage } from './query.js';
+import { SearchQueries, type OfflineStorage, type SearchPage } from './query.js';
 import { IndexScope } from './scope.js';
 import { IndexStore } from './store.js';
-import { keywordsOf } from './text.js';
+import { boundedKeywords } from './text.js';
 import { IndexUpdater } from './updater.js';
 
 export const NOT_AVAILABLE = 'search not available';
@@ -142,15 +142,33 @@ export class SearchService {
   /** fs/search: entries below `parent` whose names hold every keyword, as this caller may see them. */
   async search(ctx: AccessContext, req: SearchRequest): Promise<SearchPage> {
     const e = this.on();
+    const kw = boundedKeywords(req.keywords);
+    if ('error' in kw) throw new VfsError('INVALID', kw.error);
     const root = join(ctx.principal.basePath, req.parent || '/');
     const p = ctx.principal;
     let access = can.seeHidden(p) && can.skipPassword(p) ? undefined : await this.deps.rules.accessChecker(p, ctx.password);
     if (access && access.guarded.length === 0) access = undefined;
     if (this.engine !== e) throw new VfsError('NOT_SUPPORTED', NOT_AVAILABLE); // switched off meanwhile
     return e.queries.run(
-      { root, keywords: keywordsOf(req.keywords), scope: req.scope, offset: (req.page - 1) * req.perPage, limit: req.perPage },
+      // offset: past 2^53 it is inexact, and the query clamps it (an empty page with the total).
+      { root, keywords: kw.keywords, scope: req.scope, offset: (req.page - 1) * req.perPage, limit: req.perPage, offline: this.offline() },
       access,
     );
+  }
+
+  /**
+   * Disabled storages, as the mount table has them now: their rows stay in the index (enabling the
+   * storage brings them back at once) but are not answered, as fs/get and listings do not serve
+   * them either. A storage whose init failed keeps its rows visible: that is usually passing.
+   */
+  private offline(): OfflineStorage[] {
+    const all = this.deps.mounts.all();
+    return all
+      .filter((m) => m.record.disabled || m.status === STATUS_DISABLED)
+      .map((m) => {
+        const path = m.record.mount_path;
+        return { path, inner: all.map((o) => o.record.mount_path).filter((p) => p !== path && isWithin(path, p)) };
+      });
   }
 
   /** admin/index/build: (clear and) index the tree in the background. */

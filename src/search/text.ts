@@ -15,6 +15,25 @@ export function keywordsOf(query: string): string[] {
   return [...new Set(fold(query).split(/\s+/u).filter(Boolean))];
 }
 
+/**
+ * Bounds of one query. Every keyword costs the planner a look-up per trigram and the SQL one more
+ * term (about 1,000 terms exceed SQLite's expression depth), all on the event loop, so an unbounded
+ * query could freeze the server for seconds, and guests may search. Nothing useful is lost: a file
+ * name is at most 255 bytes, so a keyword longer than that can never match, and a name holding
+ * every keyword holds them all within those 255 bytes (UTF-16 units never outnumber UTF-8 bytes).
+ */
+export const MAX_KEYWORDS_LENGTH = 512;
+export const MAX_KEYWORDS = 32;
+
+/** keywordsOf, or the reason the query is refused (the REST layer answers it with a 400). */
+export function boundedKeywords(query: string): { keywords: string[] } | { error: string } {
+  // Checked before folding or splitting: those are the first costs of a huge text.
+  if (query.length > MAX_KEYWORDS_LENGTH) return { error: `keywords too long: at most ${MAX_KEYWORDS_LENGTH} characters` };
+  const keywords = keywordsOf(query);
+  if (keywords.length > MAX_KEYWORDS) return { error: `too many keywords: at most ${MAX_KEYWORDS}` };
+  return { keywords };
+}
+
 /** The trigram index answers substrings of at least three characters (code points); shorter ones are scanned. */
 export const TRIGRAM = 3;
 

@@ -8,8 +8,10 @@
  * - `move`, `copy`: `vpath` (and its subtree) now also/instead lives at `to`; `entry` is the target;
  * - `listed`: a folder was listed and these are *all* its children as the storage reports them
  *   (before hide rules, mount points included), so a mirror can refresh what it knows;
- * - `unmounted`: the storage at `vpath` was deleted: its entries are gone, except what lies under
- *   the other storages' mount paths `mounts` (a storage may be mounted inside another's path).
+ * - `unmounted`: the storage at `vpath` was deleted or moved to another mount path: its entries are
+ *   gone from `vpath`, except what lies under the other storages' mount paths `mounts` (a storage
+ *   may be mounted inside another's path). A moved storage's entries are not announced at its new
+ *   path (nothing has listed them yet).
  *
  * Listeners run synchronously inside the VFS call and must be cheap and must not throw (a throwing
  * listener is isolated so that it can never fail the operation that emitted the event).

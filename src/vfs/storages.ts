@@ -32,7 +32,7 @@ const byOrderThenId = (a: StorageRecord, b: StorageRecord) => a.order - b.order 
 export class StorageService {
   private loadingCount = 0;
 
-  /** Where a deletion is announced (the VFS's change feed, set by the composition root). */
+  /** Where a deletion or a mount path change is announced (the VFS's change feed, set by the composition root). */
   changes?: ChangeFeed;
 
   constructor(private readonly store: Store, private readonly mounts: MountTable, private readonly registry: DriverRegistry) {}
@@ -121,11 +121,18 @@ export class StorageService {
     if (old.driver !== input.driver) throw new VfsError('INVALID', 'driver cannot be changed');
     const { id: _id, ...rec } = { ...this.prepare(input, old), id: old.id };
     const saved = await this.store.storages.update(old.id, rec);
+    let change: StorageChange;
     if (saved.disabled) {
       await this.mounts.mount(saved); // replaces the old instance with a disabled placeholder
-      return { record: this.live(saved) };
-    }
-    return this.activate(saved);
+      change = { record: this.live(saved) };
+    } else change = await this.activate(saved);
+    // Nothing is served at the old mount path any more: mirrors drop it, as after a deletion.
+    if (saved.mount_path !== old.mount_path) this.unmounted(old.mount_path);
+    return change;
+  }
+
+  private unmounted(vpath: string): void {
+    this.changes?.emit({ kind: 'unmounted', vpath, mounts: this.mounts.all().map((m) => m.record.mount_path) });
   }
 
   async delete(id: number): Promise<void> {
@@ -134,7 +141,7 @@ export class StorageService {
     await this.mounts.unmount(id);
     await this.store.storages.delete(id);
     // Mirrors of the tree (the search index) drop what they hold of it.
-    this.changes?.emit({ kind: 'unmounted', vpath: record.mount_path, mounts: this.mounts.all().map((m) => m.record.mount_path) });
+    this.unmounted(record.mount_path);
   }
 
   async enable(id: number): Promise<StorageChange> {
