@@ -22,11 +22,22 @@ let qbit: ChildProcess | undefined;
 let profile = '';
 let port = 0;
 const payload = randomBytes(200 * 1024 + 123);
+const slowPayload = randomBytes(50 * 1024);
+const add = (urls: string[], path: string) =>
+  ts.api<{ tasks: TaskInfo[] }>('/api/fs/add_offline_download', { token: admin, body: { urls, path, tool: 'qBittorrent', delete_policy: 'delete_always' } });
+const setting = (key: string, value: string) => ts.api('/api/admin/setting/save', { token: admin, body: [{ key, value }] });
+/** qBittorrent's torrents carrying a task's tag. */
+async function listed(id: string): Promise<Array<{ save_path: string }>> {
+  const login = await fetch(`http://127.0.0.1:${port}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
+  const sid = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+  return (await (await fetch(`http://127.0.0.1:${port}/api/v2/torrents/info?tag=treegate-${id}`, { headers: { cookie: sid } })).json()) as Array<{ save_path: string }>;
+}
 
 beforeAll(async () => {
   web = await startFileServer({});
   // The torrent points at the web seed `<server>/ws/` + its name.
   const torrent = webSeedTorrent('payload.bin', payload, `${web.url}/ws/`);
+  const slowTorrent = webSeedTorrent('slow.bin', slowPayload, `${web.url}/ws/`);
   profile = await mkdtemp(join(tmpdir(), 'treegate-qbt-'));
   // qBittorrent 4.5 has no --confirm-legal-notice: accept it in the profile's config instead.
   await mkdir(join(profile, 'qBittorrent', 'config'), { recursive: true });
@@ -42,6 +53,9 @@ beforeAll(async () => {
     const path = (req.url ?? '/').split('?')[0]!;
     web.hits.push(path);
     if (path === '/t.torrent') return res.writeHead(200, { 'content-type': 'application/x-bittorrent' }).end(torrent);
+    // Answers late, so that a task can be cancelled before qBittorrent lists the torrent.
+    if (path === '/slow.torrent') return void setTimeout(() => res.writeHead(200, { 'content-type': 'application/x-bittorrent' }).end(slowTorrent), 1500);
+    if (path === '/ws/slow.bin') return res.writeHead(200, { 'content-length': slowPayload.length }).end(slowPayload);
     if (path !== '/ws/payload.bin') return res.writeHead(404).end();
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     const start = m ? Number(m[1]) : 0;
@@ -64,6 +78,12 @@ it('set_qbit answers ok and makes qBittorrent a ready tool', async () => {
   expect((await ts.api<string[]>('/api/public/offline_download_tools')).data).toContain('qBittorrent');
 });
 
+it('refuses a magnet link whose tracker is on loopback while private addresses are off', async () => {
+  const r = await add([`magnet:?xt=urn:btih:${'cd'.repeat(20)}&tr=${encodeURIComponent(`${web.url}/announce`)}`], '/mag');
+  expect(r).toMatchObject({ code: 403, message: expect.stringMatching(/loopback, private or link-local/) });
+  expect(web.hits).toEqual([]);
+});
+
 it('adds a torrent by URL, tags it, downloads it from its web seed, transfers it and removes it from qBittorrent', async () => {
   ok(await ts.api('/api/admin/setting/save', { token: admin, body: [{ key: 'offline_download_allow_private', value: 'true' }] }));
   const r = await ts.api<{ tasks: TaskInfo[] }>('/api/fs/add_offline_download', {
@@ -73,11 +93,8 @@ it('adds a torrent by URL, tags it, downloads it from its web seed, transfers it
   const id = r.data!.tasks[0]!.id;
 
   // While it runs, qBittorrent lists it under our tag with the task's temp folder as save path.
-  const login = await fetch(`http://127.0.0.1:${port}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
-  const sid = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
-  const listed = async () => (await (await fetch(`http://127.0.0.1:${port}/api/v2/torrents/info?tag=treegate-${id}`, { headers: { cookie: sid } })).json()) as Array<{ save_path: string }>;
   const seen = await until('the torrent in qBittorrent', async () => {
-    const l = await listed();
+    const l = await listed(id);
     if (l.length) return l;
     const t = (await ts.api<TaskInfo[]>('/api/task/offline_download/done', { token: admin })).data!;
     return t.length ? [] : undefined; // finished before we looked
@@ -90,6 +107,33 @@ it('adds a torrent by URL, tags it, downloads it from its web seed, transfers it
   expect(transfers.map((t) => t.state)).toEqual([2]);
   expect((await readFile(join(ts.dataDir, 'storage', 'bt', 'payload.bin'))).equals(payload)).toBe(true);
   expect(web.hits).toContain('/ws/payload.bin');
-  expect(await listed()).toEqual([]); // seedtime 0: removed right after completion
+  expect(await listed(id)).toEqual([]); // seedtime 0: removed right after completion
   expect(await readdir(join(ts.dataDir, 'temp', 'qBittorrent', id)).catch(() => 'gone')).toBe('gone'); // delete_always
 });
+
+it('fails a torrent larger than offline_download_max_size and deletes it from qBittorrent', async () => {
+  ok(await setting('offline_download_max_size', '1000'));
+  try {
+    const r = await add([`${web.url}/t.torrent`], '/bt-big');
+    ok(r);
+    const id = r.data!.tasks[0]!.id;
+    const done = (await settle(ts, admin, 'offline_download', 60_000)).find((t) => t.id === id)!;
+    expect(done.state).toBe(7);
+    expect(done.error).toMatch(/limit of 1000 bytes/);
+    expect(await listed(id)).toEqual([]);
+  } finally {
+    ok(await setting('offline_download_max_size', '10737418240'));
+  }
+});
+
+it('a download cancelled before qBittorrent lists its torrent: the torrent is deleted when it shows up', async () => {
+  const r = await add([`${web.url}/slow.torrent`], '/bt-cancel');
+  ok(r);
+  const id = r.data!.tasks[0]!.id;
+  await until('qBittorrent to ask for the torrent', async () => (web.hits.includes('/slow.torrent') ? true : undefined), 20_000, 50);
+  ok(await ts.api(`/api/task/offline_download/cancel?tid=${id}`, { token: admin, body: {} }));
+  expect((await settle(ts, admin, 'offline_download')).find((t) => t.id === id)!.state).toBe(4);
+  await new Promise((res) => setTimeout(res, 4000)); // the torrent arrives 1.5 s after it was asked for
+  await until('the orphan torrent to be deleted', async () => ((await listed(id)).length === 0 ? true : undefined), 10_000, 200);
+  expect(await readdir(join(ts.dataDir, 'temp', 'qBittorrent', id)).catch(() => 'gone')).toBe('gone');
+}, 30_000);

@@ -1,6 +1,6 @@
 /** The SSRF guard's address judgement and SimpleHttp's file naming, without a server. */
 import { describe, expect, it } from 'vitest';
-import { SsrfGuard } from '../src/tasks/offline/ssrf.js';
+import { magnetUrls, SsrfGuard } from '../src/tasks/offline/ssrf.js';
 import { dispositionName, fileNameFor } from '../src/tasks/offline/simple-http.js';
 
 describe('SsrfGuard', () => {
@@ -19,7 +19,26 @@ describe('SsrfGuard', () => {
     await expect(guard.checkUrl(new URL('http://localhost/x'))).rejects.toThrow(/loopback/);
     await expect(guard.checkUrl(new URL('http://[::1]/x'))).rejects.toThrow(/loopback/);
     await expect(guard.checkUrl(new URL('magnet:?xt=urn:btih:abc'))).resolves.toBeUndefined();
+    await expect(guard.checkUrl(new URL('magnet:?xt=urn:btih:abc&dn=Title: part 2&tr=udp%3A%2F%2F8.8.8.8%3A80'))).resolves.toBeUndefined();
     await expect(new SsrfGuard(() => true).checkUrl(new URL('http://127.0.0.1/x'))).resolves.toBeUndefined();
+  });
+});
+
+describe('magnet links', () => {
+  const guard = new SsrfGuard(() => false);
+  const hash = 'c12fe1c06bba254a9dc9f519b335aa7c1367a88a';
+
+  it('checks every URL a magnet carries (tr, ws, as, xs, any URL value, x.pe peers) by the same rule', async () => {
+    for (const bad of [
+      `tr=${encodeURIComponent('http://127.0.0.1:17603/anything')}`, 'tr.1=udp://10.0.0.1:80', `ws=${encodeURIComponent('http://[::1]/f')}`,
+      'as=http://localhost/f', 'xs=https://192.168.1.2/x.torrent', 'mt=http://169.254.169.254/m', 'x.pe=127.0.0.1:6881', 'ws=file:///etc/passwd',
+      `xs=${encodeURIComponent('magnet:?tr=http://127.0.0.1/a')}`,
+    ]) {
+      await expect(guard.checkUrl(new URL(`magnet:?xt=urn:btih:${hash}&tr=udp://8.8.8.8:80&${bad}`)), bad).rejects.toThrow(/loopback, private or link-local/);
+    }
+    expect(magnetUrls(new URL(`magnet:?xt=urn:btih:${hash}&dn=a+b&xl=3&tr=udp://1.1.1.1:80&ws=http://8.8.8.8/f&x.pe=8.8.4.4:1`)).map(String))
+      .toEqual(['udp://1.1.1.1:80', 'http://8.8.8.8/f', 'http://8.8.4.4:1/']);
+    await expect(new SsrfGuard(() => true).checkUrl(new URL(`magnet:?xt=urn:btih:${hash}&tr=http://127.0.0.1/a`))).resolves.toBeUndefined();
   });
 });
 
@@ -50,6 +69,7 @@ describe('SimpleHttp redirects', () => {
     const server = createServer((req, res) => {
       hits.push(`${req.headers.host} ${req.url}`);
       if (req.url === '/to-literal') return res.writeHead(302, { location: `http://127.0.0.2:${port}/file` }).end();
+      if (req.url === '/to-self') return res.writeHead(302, { location: '/file' }).end();
       if (req.url === '/to-name') return res.writeHead(302, { location: `http://localhost:${port}/file` }).end();
       res.writeHead(200, { 'content-length': 2 }).end('ok');
     });
@@ -62,6 +82,13 @@ describe('SimpleHttp redirects', () => {
       }
     }
     const tool = new SimpleHttpTool(new Guard(() => false), () => 0);
+    // The resolver for aria2 / qBittorrent follows the same hops without downloading.
+    const { resolveRedirects } = await import('../src/tasks/offline/simple-http.js');
+    const signal = new AbortController().signal;
+    expect(String(await resolveRedirects(new Guard(() => false), new URL(`http://127.0.0.1:${port}/to-self`), signal))).toBe(`http://127.0.0.1:${port}/file`);
+    await expect(resolveRedirects(new Guard(() => false), new URL(`http://127.0.0.1:${port}/to-literal`), signal)).rejects.toThrow(/loopback, private or link-local/);
+    await expect(resolveRedirects(new Guard(() => false), new URL(`http://127.0.0.1:${port}/to-name`), signal)).rejects.toThrow(/loopback, private or link-local/);
+    expect(hits.splice(0)).toEqual([`127.0.0.1:${port} /to-self`, `127.0.0.1:${port} /file`, `127.0.0.1:${port} /to-literal`, `127.0.0.1:${port} /to-name`]);
     const dir = await mkdtemp(join(tmpdir(), 'treegate-ssrf-'));
     const job = (path: string) => ({
       id: 'x', url: new URL(`http://127.0.0.1:${port}${path}`), dir, signal: new AbortController().signal, args: {}, patch: () => undefined, report: () => undefined,

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { makeUser, ok, PERM, startRestServer } from './fs-helpers.js';
 import { settle, until } from './tasks-helpers.js';
-import { freePort, startFileServer, type FileServer } from './offline-helpers.js';
+import { freePort, startFileServer, webSeedTorrent, type FileServer } from './offline-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let ts: TestServer;
@@ -19,11 +19,14 @@ let admin: string;
 let web: FileServer;
 let aria2: ChildProcess | undefined;
 const payload = randomBytes(300 * 1024);
+const btPayload = randomBytes(100 * 1024 + 77);
+const files: Record<string, Buffer> = { '/file.bin': payload, '/other.bin': Buffer.from('other'), '/ws/q3.bin': btPayload };
 
 beforeAll(async () => {
   ts = await startRestServer();
   admin = await ts.login();
-  web = await startFileServer({ '/file.bin': payload, '/other.bin': Buffer.from('other') });
+  web = await startFileServer(files);
+  files['/q3.torrent'] = webSeedTorrent('q3.bin', btPayload, `${web.url}/ws/`);
 });
 afterAll(async () => {
   aria2?.kill('SIGKILL');
@@ -145,6 +148,71 @@ describe('aria2', () => {
     ok(r);
     expect(r.data).toMatch(/^aria2 version: \d+\.\d+\.\d+$/);
     expect((await ts.api<string[]>('/api/public/offline_download_tools')).data).toEqual(['SimpleHttp', 'aria2']);
+  });
+
+  const rpc = async <T>(method: string, params: unknown[] = []): Promise<T> => {
+    const r = await fetch(`http://127.0.0.1:${port}/jsonrpc`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: ['token:s3cret', ...params] }) });
+    return ((await r.json()) as { result: T }).result;
+  };
+  /** aria2's jobs (running, waiting or stopped) whose folder is the task's temp folder. */
+  const jobsOf = async (id: string) => {
+    const keys = ['gid', 'status', 'dir'];
+    const all = [...await rpc<Array<{ dir: string }>>('aria2.tellActive', [keys]), ...await rpc<Array<{ dir: string }>>('aria2.tellWaiting', [0, 100, keys]),
+      ...await rpc<Array<{ dir: string }>>('aria2.tellStopped', [0, 100, keys])];
+    return all.filter((j) => j.dir === tempOf('aria2', id));
+  };
+
+  it('refuses a magnet link whose tracker is on loopback while private addresses are off', async () => {
+    ok(await setting('offline_download_allow_private', 'false'));
+    try {
+      const tr = encodeURIComponent(`${web.url}/anything`);
+      for (const tool of ['aria2', 'qBittorrent']) {
+        const r = await add({ urls: [`magnet:?xt=urn:btih:${'ab'.repeat(20)}&tr=${tr}`], path: '/mag', tool });
+        if (tool === 'qBittorrent' && r.code === 500) continue; // no qBittorrent here: refused before the URL check
+        expect(r, tool).toMatchObject({ code: 403, message: expect.stringMatching(/loopback, private or link-local/) });
+      }
+      expect(web.hits.filter((h) => h === '/anything')).toEqual([]);
+      expect((await rpc<unknown[]>('aria2.tellActive')).length + (await rpc<unknown[]>('aria2.tellWaiting', [0, 100])).length).toBe(0);
+    } finally {
+      ok(await setting('offline_download_allow_private', 'true'));
+    }
+  });
+
+  it('fails a job larger than offline_download_max_size and removes it from aria2', async () => {
+    ok(await setting('offline_download_max_size', '100000'));
+    try {
+      const t = await download({ urls: [`${web.url}/file.bin`], path: '/big', tool: 'aria2' });
+      expect(t.state).toBe(7);
+      expect(t.error).toMatch(/limit of 100000 bytes/);
+      expect(await jobsOf(t.id)).toEqual([]);
+      expect(await exists(tempOf('aria2', t.id))).toBe(false);
+      expect(await exists(storage('big'))).toBe(false);
+    } finally {
+      ok(await setting('offline_download_max_size', '10737418240'));
+    }
+  });
+
+  it('a failed job leaves nothing in aria2, and a retry adds the download again', async () => {
+    const t = await download({ urls: [`${web.url}/late.bin`], path: '/late', tool: 'aria2' });
+    expect(t.state).toBe(7);
+    expect(t.error).toMatch(/^aria2: /);
+    expect(await jobsOf(t.id)).toEqual([]);
+    expect(await exists(tempOf('aria2', t.id))).toBe(false);
+    files['/late.bin'] = Buffer.from('late but here');
+    ok(await ts.api(`/api/task/offline_download/retry?tid=${t.id}`, { token: admin, body: {} }));
+    const done = (await settle(ts, admin, 'offline_download')).find((x) => x.id === t.id)!;
+    await settle(ts, admin, 'offline_download_transfer');
+    expect(done).toMatchObject({ state: 2, error: '' });
+    expect(await readFile(storage('late/late.bin'), 'utf8')).toBe('late but here');
+  });
+
+  it('a torrent: only its files reach the folder, and aria2 does not keep seeding', async () => {
+    const t = await download({ urls: [`${web.url}/q3.torrent`], path: '/bt', tool: 'aria2', delete_policy: 'delete_always' });
+    expect(t).toMatchObject({ state: 2, error: '' });
+    expect(web.hits).toContain('/ws/q3.bin');
+    expect(await readdir(storage('bt'))).toEqual(['q3.bin']);
+    expect((await readFile(storage('bt/q3.bin'))).equals(btPayload)).toBe(true);
+    expect(await jobsOf(t.id)).toEqual([]);
   });
 
   it('downloads through aria2 into the target folder with the right bytes', async () => {

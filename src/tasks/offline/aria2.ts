@@ -1,10 +1,18 @@
 /**
  * aria2 over JSON-RPC (alist-compat §12): settings aria2_uri and aria2_secret, 4 s per call. Init
  * asks getVersion; a download is addUri with `dir` = the task's temp folder, then tellStatus is
- * polled. When a download finishes with `followedBy` GIDs (a .torrent or magnet fetched first), the
- * task follows them. Cancel removes the GID from aria2.
+ * polled. When a download finishes with `followedBy` GIDs (a .torrent, metalink or magnet fetched
+ * first), the task follows them. Every run adds the URL anew (downloads do not resume).
+ *
+ * A job larger than offline_download_max_size fails as soon as aria2 knows its length (no
+ * preallocation: file-allocation=none). Torrents do not seed (seed-time=0) and their .torrent is
+ * kept in memory; when the job completes, only the files aria2 lists for it (getFiles) are kept in
+ * the folder (no `.aria2` control file). Whatever the outcome, the job and its download result are
+ * removed from aria2.
  */
 import { randomUUID } from 'node:crypto';
+import { readdir, rm, rmdir } from 'node:fs/promises';
+import { join as hostJoin, resolve as hostResolve } from 'node:path';
 import type { Settings } from '../../settings/settings.js';
 import { sleep, type DownloadJob, type OfflineTool } from './tool.js';
 
@@ -19,12 +27,38 @@ interface Aria2Status {
   seeder?: string;
 }
 
+interface Aria2File {
+  path: string;
+  selected: string;
+}
+
+const RPC_MS = 4000;
+const STATUS_KEYS = ['gid', 'status', 'totalLength', 'completedLength', 'followedBy', 'errorMessage', 'errorCode', 'seeder'];
+/** Options of every job (inherited by the jobs it is followed by). */
+const JOB_OPTIONS = { 'file-allocation': 'none', 'seed-time': '0', 'follow-torrent': 'mem', 'follow-metalink': 'mem' };
+
+class Aria2Timeout extends Error {}
+
+/** Remove every file under `dir` that is not in `keep` (absolute paths), then the folders left empty. */
+export async function keepOnly(dir: string, keep: ReadonlySet<string>): Promise<void> {
+  for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const p = hostJoin(dir, e.name);
+    if (e.isDirectory()) {
+      await keepOnly(p, keep);
+      await rmdir(p).catch(() => undefined); // only when empty
+    } else if (!keep.has(hostResolve(p))) {
+      await rm(p, { force: true });
+    }
+  }
+}
+
 export class Aria2Tool implements OfflineTool {
   readonly name = 'aria2';
   readonly schemes = ['http:', 'https:', 'ftp:', 'sftp:', 'magnet:'];
+  readonly followsRedirects = true;
   private version = '';
 
-  constructor(private readonly settings: Settings, private readonly pollMs = 1000) {}
+  constructor(private readonly settings: Settings, private readonly pollMs = 1000, private readonly maxBytes: () => number = () => 0) {}
 
   ready(): boolean {
     return this.version !== '';
@@ -33,16 +67,24 @@ export class Aria2Tool implements OfflineTool {
   private async rpc<T>(method: string, params: unknown[], signal?: AbortSignal): Promise<T> {
     const secret = this.settings.get('aria2_secret');
     const body = { jsonrpc: '2.0', id: randomUUID(), method, params: secret ? [`token:${secret}`, ...params] : params };
-    const timeout = AbortSignal.timeout(4000);
-    const res = await fetch(this.settings.get('aria2_uri'), {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    }).catch((e: unknown) => {
+    const timeout = AbortSignal.timeout(RPC_MS);
+    const failed = (e: unknown): never => {
+      if (timeout.aborted && !signal?.aborted) throw new Aria2Timeout(`aria2 did not answer ${method} within ${RPC_MS / 1000} s`);
       // fetch's own message is only "fetch failed"; the reason (ECONNREFUSED...) is its cause.
       const cause = (e as { cause?: { message?: string } }).cause?.message;
       throw new Error(cause ? `${(e as Error).message}: ${cause}` : (e as Error).message);
-    });
-    const json = (await res.json().catch(() => ({}))) as { result?: T; error?: { message?: string } };
+    };
+    const res = await fetch(this.settings.get('aria2_uri'), {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    }).catch(failed);
+    const text = await res.text().catch(failed);
+    let json: { result?: T; error?: { message?: string } } = {};
+    try {
+      json = JSON.parse(text) as typeof json;
+    } catch {
+      /* not JSON: judged by the status below */
+    }
     if (json.error) throw new Error(json.error.message ?? 'aria2 error');
     if (!res.ok) throw new Error(`aria2 answered HTTP ${res.status}`);
     return json.result as T;
@@ -55,39 +97,81 @@ export class Aria2Tool implements OfflineTool {
     return r.version;
   }
 
-  async download(job: DownloadJob): Promise<void> {
-    let gid = typeof job.args.gid === 'string' ? job.args.gid : '';
-    if (!gid) {
-      gid = await this.rpc<string>('aria2.addUri', [[job.url.href], { dir: job.dir }], job.signal);
-      job.patch({ gid });
+  /** tellStatus; a timeout is retried once so that aria2's own error, when it has one, is what is reported. */
+  private async status(gid: string, signal: AbortSignal): Promise<Aria2Status> {
+    try {
+      return await this.rpc<Aria2Status>('aria2.tellStatus', [gid, STATUS_KEYS], signal);
+    } catch (e) {
+      if (!(e instanceof Aria2Timeout)) throw e;
+      return this.rpc<Aria2Status>('aria2.tellStatus', [gid, STATUS_KEYS], signal).catch(() => Promise.reject(e));
     }
-    const stop = () => void this.rpc('aria2.forceRemove', [gid]).catch(() => undefined);
+  }
+
+  async download(job: DownloadJob): Promise<void> {
+    const first = await this.rpc<string>('aria2.addUri', [[job.url.href], { dir: job.dir, ...JOB_OPTIONS }], job.signal);
+    const all = [first];
+    job.patch({ gid: first });
+    const stop = () => void this.drop(all);
     job.signal.addEventListener('abort', stop, { once: true });
     try {
-      for (;;) {
-        const s = await this.rpc<Aria2Status>('aria2.tellStatus', [gid, ['gid', 'status', 'totalLength', 'completedLength', 'followedBy', 'errorMessage', 'errorCode', 'seeder']], job.signal);
+      const pending = [first];
+      const leaves: string[] = [];
+      while (pending.length > 0) {
+        const gid = pending[0]!;
+        const s = await this.status(gid, job.signal);
         const total = Number(s.totalLength ?? 0);
         const done = Number(s.completedLength ?? 0);
         job.report(`aria2: ${s.status}`, total > 0 ? (done * 100) / total : 0, total || undefined);
+        const max = this.maxBytes();
+        if (max > 0 && (total > max || done > max)) throw new Error(`the file is larger than the offline download limit of ${max} bytes`);
         // A torrent that is seeding has all its bytes: AList counts it as complete.
         const seeding = s.status === 'active' && s.seeder === 'true' && total > 0 && done === total;
         if (s.status === 'complete' || seeding) {
-          const next = s.followedBy?.[0];
-          if (!next) return;
-          gid = next; // the real download behind a torrent/metalink/magnet
-          job.patch({ gid });
+          pending.shift();
+          const next = s.followedBy ?? [];
+          if (next.length === 0) leaves.push(gid);
+          // the real downloads behind a torrent/metalink/magnet
+          for (const g of next) if (!all.includes(g)) (pending.push(g), all.push(g));
+          if (next.length) job.patch({ gid: next[0] });
           continue;
         }
         if (s.status === 'error') throw new Error(`aria2: ${s.errorMessage || `error code ${s.errorCode ?? '?'}`}`);
         if (s.status === 'removed') throw new Error('aria2: download removed');
         await sleep(this.pollMs, job.signal);
       }
+      const keep = new Set<string>();
+      for (const gid of leaves) {
+        for (const f of await this.rpc<Aria2File[]>('aria2.getFiles', [gid], job.signal)) {
+          if (f.selected === 'true' && f.path && !f.path.startsWith('[')) keep.add(hostResolve(job.dir, f.path));
+        }
+      }
+      await this.drop(all);
+      await keepOnly(job.dir, keep);
+    } catch (e) {
+      await this.drop(all);
+      throw e;
     } finally {
       job.signal.removeEventListener('abort', stop);
     }
   }
 
-  async forget(args: Record<string, unknown>): Promise<void> {
-    if (typeof args.gid === 'string') await this.rpc('aria2.forceRemove', [args.gid]).catch(() => undefined);
+  /**
+   * Best effort: stop the jobs, wait (bounded) until aria2 let go of their files, and remove their
+   * download results, so that nothing is left running, seeding or listed in aria2.
+   */
+  private async drop(gids: readonly string[]): Promise<void> {
+    await Promise.all(gids.map(async (gid) => {
+      await this.rpc('aria2.forceRemove', [gid]).catch(() => undefined);
+      for (let i = 0; i < 30; i++) {
+        const s = await this.rpc<Aria2Status>('aria2.tellStatus', [gid, ['status']]).catch(() => undefined);
+        if (!s || !['active', 'waiting', 'paused'].includes(s.status)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await this.rpc('aria2.removeDownloadResult', [gid]).catch(() => undefined);
+    }));
+  }
+
+  async forget(_id: string, args: Record<string, unknown>): Promise<void> {
+    if (typeof args.gid === 'string' && args.gid) await this.drop([args.gid]).catch(() => undefined);
   }
 }

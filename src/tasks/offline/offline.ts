@@ -22,7 +22,7 @@ import { TASK_STATE, type KindRunner, type TaskInfo } from '../types.js';
 import { fmtWhere, whereOf } from '../where.js';
 import { Aria2Tool } from './aria2.js';
 import { QbittorrentTool } from './qbittorrent.js';
-import { SimpleHttpTool } from './simple-http.js';
+import { resolveRedirects, SimpleHttpTool } from './simple-http.js';
 import { SsrfGuard } from './ssrf.js';
 import type { DownloadJob, OfflineTool } from './tool.js';
 
@@ -56,7 +56,7 @@ export class Offline {
   ) {
     this.guard = new SsrfGuard(() => settings.bool('offline_download_allow_private'));
     const max = () => settings.number('offline_download_max_size');
-    this.tools = [new Aria2Tool(settings, pollMs), new QbittorrentTool(settings, pollMs), new SimpleHttpTool(this.guard, max)];
+    this.tools = [new Aria2Tool(settings, pollMs, max), new QbittorrentTool(settings, pollMs, max), new SimpleHttpTool(this.guard, max)];
   }
 
   tool(name: string): OfflineTool | undefined {
@@ -136,10 +136,16 @@ export class Offline {
         const tool = this.tool(str(t.args.tool));
         if (!tool) throw new Error(`failed get tool: tool ${str(t.args.tool)} not found`);
         if (!tool.ready()) await tool.init();
-        const url = new URL(str(t.args.url));
+        let url = new URL(str(t.args.url));
         await this.guard.checkUrl(url);
+        // Downloads never resume: what an earlier run left (a failed job, a retry's old handle) goes first.
+        await tool.forget?.(t.id, t.args).catch(() => undefined);
         const dir = this.dirOf(t);
+        if (t.children().length === 0) await rm(dir, { recursive: true, force: true });
         await mkdir(dir, { recursive: true, mode: 0o700 });
+        if (tool.followsRedirects && this.guard.enforced() && (url.protocol === 'http:' || url.protocol === 'https:')) {
+          url = await resolveRedirects(this.guard, url, t.signal);
+        }
         const job: DownloadJob = {
           id: t.id, url, dir, signal: t.signal, args: t.args, patch: t.patchArgs,
           report: (status, progress, total) => {
@@ -167,7 +173,7 @@ export class Offline {
         if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
       },
       abandoned: async (rec) => {
-        await this.tool(str(rec.args.tool))?.forget?.(rec.args);
+        await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args).catch(() => undefined);
         if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
       },
     };

@@ -3,8 +3,11 @@
  * credentials (`http://user:pass@host:port/`); we log in for a SID cookie (re-login once on 403).
  * A download is `torrents/add` by URL with savepath = the task's temp folder and the tag
  * `treegate-<task id>`, then `torrents/info?tag=` is polled. After the transfers are started the
- * task waits qbittorrent_seedtime minutes, then deletes the torrent without its files.
+ * task waits qbittorrent_seedtime minutes, then deletes the torrent without its files. Every run
+ * adds the link anew; a run that fails, is cancelled or exceeds offline_download_max_size deletes
+ * its torrent with its files, watching for it a while when qBittorrent has not listed it yet.
  */
+import { rm } from 'node:fs/promises';
 import type { Settings } from '../../settings/settings.js';
 import { sleep, type DownloadJob, type OfflineTool } from './tool.js';
 
@@ -26,10 +29,13 @@ export const tagOf = (taskId: string) => `treegate-${taskId}`;
 export class QbittorrentTool implements OfflineTool {
   readonly name = 'qBittorrent';
   readonly schemes = ['http:', 'https:', 'magnet:', 'bc:'];
+  readonly followsRedirects = true;
   private cookie = '';
   private version = '';
+  /** Tasks whose torrent is being watched for after they ended (see discard). */
+  private readonly watchers = new Map<string, AbortController>();
 
-  constructor(private readonly settings: Settings, private readonly pollMs = 1000) {}
+  constructor(private readonly settings: Settings, private readonly pollMs = 1000, private readonly maxBytes: () => number = () => 0) {}
 
   ready(): boolean {
     return this.version !== '';
@@ -85,44 +91,77 @@ export class QbittorrentTool implements OfflineTool {
     return this.version;
   }
 
-  private async info(id: string, signal?: AbortSignal): Promise<TorrentInfo | undefined> {
-    const list = JSON.parse(await this.call(`api/v2/torrents/info?tag=${encodeURIComponent(tagOf(id))}`, undefined, signal)) as TorrentInfo[];
-    return list[0];
+  private async tagged(id: string, signal?: AbortSignal): Promise<TorrentInfo[]> {
+    return JSON.parse(await this.call(`api/v2/torrents/info?tag=${encodeURIComponent(tagOf(id))}`, undefined, signal)) as TorrentInfo[];
   }
 
   private remove(hash: string, deleteFiles: boolean): Promise<string> {
     return this.call('api/v2/torrents/delete', new URLSearchParams({ hashes: hash, deleteFiles: String(deleteFiles) }));
   }
 
+  /** Delete every torrent carrying the task's tag, with its files; true when there was one. */
+  private async removeTagged(id: string): Promise<boolean> {
+    const list = await this.tagged(id);
+    if (list.length) await this.remove(list.map((t) => t.hash).join('|'), true);
+    return list.length > 0;
+  }
+
+  /**
+   * A download that ends without completing: delete its torrent with its files. When qBittorrent
+   * has not listed it yet (it may still be fetching the link), keep watching for it for a bounded
+   * time and delete it (and the temp folder it recreates) when it shows up.
+   */
+  private async discard(id: string, dir: string): Promise<void> {
+    this.watchers.get(id)?.abort();
+    if (await this.removeTagged(id).catch(() => false)) return;
+    const ac = new AbortController();
+    this.watchers.set(id, ac);
+    void (async () => {
+      try {
+        for (const end = Date.now() + APPEAR_MS; Date.now() < end && !ac.signal.aborted;) {
+          await new Promise((r) => setTimeout(r, this.pollMs).unref());
+          if (ac.signal.aborted) return;
+          if (await this.removeTagged(id).catch(() => false)) {
+            await new Promise((r) => setTimeout(r, 500).unref());
+            if (!ac.signal.aborted) await rm(dir, { recursive: true, force: true });
+            return;
+          }
+        }
+      } finally {
+        if (this.watchers.get(id) === ac) this.watchers.delete(id);
+      }
+    })();
+  }
+
   async download(job: DownloadJob): Promise<void> {
-    if (!job.args.added) {
-      const form = new FormData();
-      form.set('urls', job.url.href);
-      form.set('savepath', job.dir);
-      form.set('tags', tagOf(job.id));
+    this.watchers.get(job.id)?.abort();
+    const form = new FormData();
+    form.set('urls', job.url.href);
+    form.set('savepath', job.dir);
+    form.set('tags', tagOf(job.id));
+    let hash = '';
+    try {
       const answer = await this.call('api/v2/torrents/add', form, job.signal);
       if (answer.trim() !== 'Ok.') throw new Error(`qBittorrent refused the link: ${answer.trim()}`);
-      job.patch({ added: true });
-    }
-    let hash = '';
-    const stop = () => void (hash ? this.remove(hash, true).catch(() => undefined) : undefined);
-    job.signal.addEventListener('abort', stop, { once: true });
-    try {
       const since = Date.now();
       for (;;) {
-        const t = await this.info(job.id, job.signal);
+        const t = (await this.tagged(job.id, job.signal))[0];
         if (!t) {
           if (Date.now() - since > APPEAR_MS) throw new Error('qBittorrent: the torrent did not appear');
         } else {
           if (!hash) job.patch({ hash: (hash = t.hash) });
-          job.report(t.state, t.progress * 100, t.total_size ?? t.size);
+          const size = t.size || t.total_size || 0;
+          job.report(t.state, t.progress * 100, size || undefined);
+          const max = this.maxBytes();
+          if (max > 0 && size > max) throw new Error(`the file is larger than the offline download limit of ${max} bytes`);
           if (COMPLETE.has(t.state)) return;
           if (FAILED.has(t.state)) throw new Error(`qBittorrent: torrent state ${t.state}`);
         }
         await sleep(this.pollMs, job.signal);
       }
-    } finally {
-      job.signal.removeEventListener('abort', stop);
+    } catch (e) {
+      await this.discard(job.id, job.dir);
+      throw e;
     }
   }
 
@@ -135,7 +174,9 @@ export class QbittorrentTool implements OfflineTool {
     if (typeof job.args.hash === 'string') await this.remove(job.args.hash, false);
   }
 
-  async forget(args: Record<string, unknown>): Promise<void> {
-    if (typeof args.hash === 'string') await this.remove(args.hash, true).catch(() => undefined);
+  async forget(id: string, args: Record<string, unknown>): Promise<void> {
+    this.watchers.get(id)?.abort();
+    await this.removeTagged(id).catch(() => undefined);
+    if (typeof args.hash === 'string' && args.hash) await this.remove(args.hash, true).catch(() => undefined);
   }
 }

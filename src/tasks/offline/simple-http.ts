@@ -56,6 +56,40 @@ export function fileNameFor(url: URL, disposition: string | undefined): string {
   return safeName(seg) ?? safeName(url.hostname.replace(/\./g, '_')) ?? 'download';
 }
 
+/** GET through the guard (literal hosts checked, names resolved by the guard's lookup). */
+function guardedGet(guard: SsrfGuard, url: URL, signal: AbortSignal, idleMs: number): Promise<IncomingMessage> {
+  guard.checkLiteral(url);
+  const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(url, { lookup: guard.lookup(), signal, headers: { 'user-agent': 'treegate', accept: '*/*' } }, resolve);
+    req.setTimeout(idleMs, () => req.destroy(new Error('download timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/**
+ * For tools that follow redirects themselves (aria2, qBittorrent): follow an http(s) URL's
+ * redirects here, every hop checked and dialled through the guard, reading only the headers (GET,
+ * as some servers refuse HEAD; the body is dropped), and answer the final URL. A final status
+ * >= 400 is left for the tool to report; a hop to another scheme ends the walk at that URL.
+ */
+export async function resolveRedirects(guard: SsrfGuard, start: URL, signal: AbortSignal, idleMs = 30_000): Promise<URL> {
+  let url = start;
+  for (let hop = 0; hop <= MAX_HOPS; hop++) {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      await guard.checkUrl(url);
+      return url;
+    }
+    const res = await guardedGet(guard, url, signal, idleMs);
+    res.destroy(); // headers are all we need
+    const status = res.statusCode ?? 0;
+    if (!REDIRECTS.has(status) || !res.headers.location) return url;
+    url = new URL(res.headers.location, url);
+  }
+  throw new Error('too many redirects');
+}
+
 export class SimpleHttpTool implements OfflineTool {
   readonly name = 'SimpleHttp';
   readonly schemes = ['http:', 'https:'];
@@ -71,14 +105,7 @@ export class SimpleHttpTool implements OfflineTool {
   }
 
   private get(url: URL, signal: AbortSignal): Promise<IncomingMessage> {
-    this.guard.checkLiteral(url);
-    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    return new Promise((resolve, reject) => {
-      const req = request(url, { lookup: this.guard.lookup(), signal, headers: { 'user-agent': 'treegate', accept: '*/*' } }, resolve);
-      req.setTimeout(this.idleMs, () => req.destroy(new Error('download timed out')));
-      req.on('error', reject);
-      req.end();
-    });
+    return guardedGet(this.guard, url, signal, this.idleMs);
   }
 
   async download(job: DownloadJob): Promise<void> {

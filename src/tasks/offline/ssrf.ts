@@ -3,7 +3,11 @@
  * private, link-local, multicast or otherwise non-public address is refused unless the setting
  * `offline_download_allow_private` is "true". SimpleHttp also connects through `guardedLookup`, so
  * the address actually dialled is the one checked (no DNS-rebinding window), and re-checks every
- * redirect hop. aria2 and qBittorrent fetch URLs themselves: their URLs are checked when added.
+ * redirect hop. aria2 and qBittorrent fetch URLs themselves: their URLs (and every URL inside a
+ * magnet link) are checked when added and again when the task runs, and redirects of an http(s)
+ * URL are resolved beforehand by `resolveRedirects` (simple-http.ts), the tool getting the final
+ * URL. Their own DNS lookups and a server that redirects differently the second time are beyond
+ * this check.
  */
 import { lookup } from 'node:dns';
 import { lookup as lookupAsync } from 'node:dns/promises';
@@ -24,10 +28,45 @@ function blockList(): BlockList {
   return b;
 }
 
+/**
+ * The URLs a magnet link would make a client contact: every parameter value that parses as a URL
+ * with a host (trackers, web seeds, sources, ...), nested magnets included, and `x.pe` peers
+ * (host:port). A value that looks like a URL but has no host is returned as is, so it is refused.
+ */
+export function magnetUrls(magnet: URL, depth = 0): URL[] {
+  const out: URL[] = [];
+  for (const [key, value] of magnet.searchParams) {
+    const v = value.trim();
+    if (/^x\.pe(\.\d+)?$/i.test(key)) {
+      out.push(parseOr(`http://${v}/`));
+    } else if (/^magnet:/i.test(v)) {
+      out.push(...(depth < 3 ? magnetUrls(parseOr(v), depth + 1) : [parseOr('')]));
+    } else if (/^[a-z][a-z0-9+.-]*:\/\//i.test(v)) {
+      out.push(parseOr(v)); // trackers (http, udp, wss...), web seeds, sources, manifests
+    }
+    // anything else (xt=urn:btih:..., dn, xl, so...) is not a URL the client contacts
+  }
+  return out;
+}
+
+/** A URL that fails to parse becomes a hostless one, which checkUrl refuses. */
+function parseOr(text: string): URL {
+  try {
+    return new URL(text);
+  } catch {
+    return new URL('invalid:');
+  }
+}
+
 export class SsrfGuard {
   private readonly blocked = blockList();
 
   constructor(private readonly allowPrivate: () => boolean) {}
+
+  /** The rule applies now (offline_download_allow_private is off). */
+  enforced(): boolean {
+    return !this.allowPrivate();
+  }
 
   /** True when the address may not be contacted (IPv4-mapped IPv6 is judged as its IPv4). */
   isBlocked(address: string): boolean {
@@ -42,9 +81,20 @@ export class SsrfGuard {
     return new VfsError('FORBIDDEN', SSRF_MESSAGE);
   }
 
-  /** Check a URL's host now (literal or every resolved address). Hostless URLs (magnet:) pass. */
+  /**
+   * Check a URL's host now (literal or every resolved address). A magnet link has no host: every
+   * URL it carries (tr, ws, as, xs, ... and x.pe peer addresses) is checked by the same rule.
+   */
   async checkUrl(url: URL): Promise<void> {
-    if (this.allowPrivate() || url.protocol === 'magnet:') return;
+    if (this.allowPrivate()) return;
+    if (url.protocol === 'magnet:') {
+      for (const inner of magnetUrls(url)) await this.checkHost(inner);
+      return;
+    }
+    await this.checkHost(url);
+  }
+
+  private async checkHost(url: URL): Promise<void> {
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (host === '') throw this.refused();
     const addrs = isIP(host) ? [host] : (await lookupAsync(host, { all: true, verbatim: true }).catch(() => [])).map((a) => a.address);

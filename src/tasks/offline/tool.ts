@@ -22,12 +22,20 @@ export interface OfflineTool {
   ready(): boolean;
   /** Connect / check; resolves to a version text, throws with the reason otherwise. */
   init(): Promise<string>;
-  /** Download into job.dir; resolves when complete. Must stop promptly when the signal aborts. */
+  /**
+   * Download into job.dir; resolves when complete. Must stop promptly when the signal aborts. On
+   * failure it removes its job from the tool itself (best effort).
+   */
   download(job: DownloadJob): Promise<void>;
   /** After transfers were started: seeding wait and removal from the tool (qBittorrent). */
   afterComplete?(job: DownloadJob, setStatus: (s: string) => void): Promise<void>;
-  /** Best effort: drop the job from the tool (the task will not run again). */
-  forget?(args: Record<string, unknown>): Promise<void>;
+  /** The tool follows http(s) redirects itself: the task resolves them first, through the SSRF guard. */
+  readonly followsRedirects?: boolean;
+  /**
+   * Best effort: drop the task's job (and its files) from the tool: before every run (downloads
+   * never resume, so a handle in args is stale) and when the task will not run again.
+   */
+  forget?(taskId: string, args: Record<string, unknown>): Promise<void>;
 }
 
 /** Sleep that ends early (rejecting) when the signal aborts. */
