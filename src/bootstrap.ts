@@ -25,9 +25,11 @@ export async function firstStart(store: Store, dataDir: string, log: Logger, env
       username: 'guest', salt: guestSalt, pwd_hash: await hashPassword('guest', guestSalt), pwd_ts: now,
       base_path: '/', role: ROLE.GUEST, disabled: true, permission: 0, sso_id: '', otp_secret: '',
     });
-    if (given) log.info('created user admin with the password from TREEGATE_ADMIN_PASSWORD');
-    // Printed once, on purpose: the operator needs it to log in the first time.
-    else log.info(`created user admin; initial password: ${password} (change it with: treegate admin set NEW_PASSWORD)`);
+    // Printed once, on purpose, at any log.level (a child at info): the operator needs it to log in
+    // the first time.
+    const notice = log.child({}, { level: 'info' });
+    if (given) notice.info('created user admin with the password from TREEGATE_ADMIN_PASSWORD');
+    else notice.info(`created user admin; initial password: ${password} (change it with: treegate admin set NEW_PASSWORD)`);
 
     if ((await store.storages.list()).length === 0) {
       const root = join(dataDir, 'storage');

@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 /**
  * treegate's command line (contract.md): server, admin show|set|random, version, --help.
- * `admin set`/`random` write the store directly; a running server notices the change on disk.
+ * `admin set`/`random` write the store directly when no server runs; while one owns DATA they hand the
+ * change to it (store/owner.ts), so the store keeps one writer. `admin show` only reads.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { resolveDataDir, loadConfig, type ConfigFlags } from './config.js';
+import { resolveDataDir, type ConfigFlags } from './config.js';
 import { JsonStore } from './store/json-store.js';
+import { liveOwner, submitRequest } from './store/owner.js';
 import { Accounts } from './auth/accounts.js';
-import { randomPassword } from './auth/passwords.js';
+import { ADMIN_PASSWORD_OP } from './auth/admin-request.js';
+import { hashPassword, newSalt, randomPassword } from './auth/passwords.js';
 import { VERSION } from './version.js';
 
 const HELP = `treegate ${VERSION}: one virtual tree of storages over REST (AList v3 API), WebDAV and SFTP
@@ -26,27 +30,45 @@ The data dir is --data, else TREEGATE_DATA, else ./data.`;
 interface Parsed {
   args: string[];
   flags: ConfigFlags;
+  /** -h or --help anywhere (before a `--`): print the help, do nothing else. */
+  help: boolean;
+  /** The first bad option; reported unless help was asked for. */
+  error?: string;
 }
 
 function parseArgs(argv: string[]): Parsed {
   const args: string[] = [];
   const flags: ConfigFlags = {};
+  let help = false;
+  let error: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
+    if (a === '--') {
+      args.push(...argv.slice(i + 1)); // the rest are arguments (a password starting with -)
+      break;
+    }
     const [name, inline] = a.startsWith('--') ? a.split(/=(.*)/s, 2) : [a, undefined];
     if (name === '--data' || name === '--config') {
       const v = inline ?? argv[++i];
-      if (!v) throw new Error(`${name} needs a value`);
-      flags[name === '--data' ? 'data' : 'config'] = v;
-    } else if (a === '-h' || a === '--help') args.push('--help');
-    else if (a.startsWith('--')) throw new Error(`unknown option ${a}`);
+      if (!v) error ??= `${name} needs a value`;
+      else flags[name === '--data' ? 'data' : 'config'] = v;
+    } else if (a === '-h' || a === '--help') help = true;
+    else if (a.startsWith('--')) error ??= `unknown option ${a}`;
     else args.push(a);
   }
-  return { args, flags };
+  return { args, flags, help, error };
 }
 
-async function withAccounts<T>(flags: ConfigFlags, fn: (a: Accounts, store: JsonStore) => Promise<T>): Promise<T> {
-  const store = await JsonStore.open(join(resolveDataDir(flags), 'store.json'));
+const NO_ADMIN = 'no admin user yet: start the server once (treegate server) to create it';
+
+/**
+ * Open the store of an existing data dir (a missing or mistyped one is an error: nothing is created).
+ * `readOnly` for `admin show`; otherwise the caller has checked that no server owns DATA.
+ */
+async function withAccounts<T>(dataDir: string, readOnly: boolean, fn: (a: Accounts, store: JsonStore) => Promise<T>): Promise<T> {
+  const file = join(dataDir, 'store.json');
+  if (!existsSync(file)) throw new Error(`no store at ${file}: check --data / TREEGATE_DATA, or start the server once to create it`);
+  const store = await JsonStore.open(file, { readOnly });
   try {
     return await fn(new Accounts(store), store);
   } finally {
@@ -54,63 +76,87 @@ async function withAccounts<T>(flags: ConfigFlags, fn: (a: Accounts, store: Json
   }
 }
 
-async function adminCommand(sub: string | undefined, rest: string[], flags: ConfigFlags): Promise<number> {
-  return withAccounts(flags, async (accounts) => {
+/** Set the admin password; returns the admin's username. Through the server when one runs on DATA. */
+async function setAdminPassword(dataDir: string, pw: string): Promise<string> {
+  const owner = await liveOwner(dataDir);
+  if (owner) {
+    if (!existsSync(join(dataDir, 'store.json'))) throw new Error(`no store at ${join(dataDir, 'store.json')}`);
+    const salt = newSalt();
+    const answer = await submitRequest(dataDir, owner, { op: ADMIN_PASSWORD_OP, salt, pwd_hash: await hashPassword(pw, salt) });
+    return String(answer.username);
+  }
+  return withAccounts(dataDir, false, async (accounts) => {
     const admin = await accounts.admin();
-    if (!admin) {
-      console.error('no admin user yet: start the server once (treegate server) to create it');
-      return 1;
-    }
-    if (sub === undefined || sub === 'show') {
-      console.log(`username: ${admin.username}`);
-      console.log(`password set: ${admin.pwd_hash ? 'yes' : 'no'}`);
-      return 0;
-    }
-    if (sub === 'set') {
-      const pw = rest[0];
-      if (!pw) {
-        console.error('usage: treegate admin set PASSWORD');
-        return 2;
-      }
-      await accounts.setPassword(admin.id, pw);
-      console.log(`admin password updated (user ${admin.username}); existing tokens are invalid now`);
-      return 0;
-    }
-    if (sub === 'random') {
-      const pw = randomPassword(12);
-      await accounts.setPassword(admin.id, pw);
-      console.log(`username: ${admin.username}`);
-      console.log(`password: ${pw}`);
-      return 0;
-    }
-    console.error(`unknown admin command: ${sub}\n\n${HELP}`);
-    return 2;
+    if (!admin) throw new Error(NO_ADMIN);
+    await accounts.setPassword(admin.id, pw);
+    return admin.username;
   });
 }
 
+async function adminCommand(sub: string | undefined, rest: string[], flags: ConfigFlags): Promise<number> {
+  const dataDir = resolveDataDir(flags);
+  if (sub === undefined || sub === 'show') {
+    return withAccounts(dataDir, true, async (accounts) => {
+      const admin = await accounts.admin();
+      if (!admin) {
+        console.error(NO_ADMIN);
+        return 1;
+      }
+      console.log(`username: ${admin.username}`);
+      console.log(`password set: ${admin.pwd_hash ? 'yes' : 'no'}`);
+      return 0;
+    });
+  }
+  if (sub === 'set') {
+    const pw = rest[0];
+    if (!pw) {
+      console.error('usage: treegate admin set PASSWORD');
+      return 2;
+    }
+    const username = await setAdminPassword(dataDir, pw);
+    console.log(`admin password updated (user ${username}); existing tokens are invalid now`);
+    return 0;
+  }
+  if (sub === 'random') {
+    const pw = randomPassword(12);
+    const username = await setAdminPassword(dataDir, pw);
+    console.log(`username: ${username}`);
+    console.log(`password: ${pw}`);
+    return 0;
+  }
+  console.error(`unknown admin command: ${sub}\n\n${HELP}`);
+  return 2;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { args, flags } = parseArgs(argv);
+  const { args, flags, help, error } = parseArgs(argv);
   const [cmd, sub, ...rest] = args;
-  if (cmd === undefined || cmd === '--help' || cmd === 'help') {
+  // Help wins over everything, wherever it is (`treegate server --help`): nothing is started or created.
+  if (help || cmd === 'help') {
     console.log(HELP);
-    return cmd === undefined ? 2 : 0;
+    return 0;
+  }
+  if (error) throw new Error(error);
+  if (cmd === undefined) {
+    console.log(HELP);
+    return 2;
   }
   if (cmd === 'version') {
     console.log(VERSION);
     return 0;
   }
   if (cmd === 'admin' || cmd === 'password') {
-    await loadConfig(flags); // creates DATA and config.json like the server would
-    return adminCommand(sub, rest, flags);
+    return adminCommand(sub, rest, flags); // never creates DATA, config.json or store.json
   }
   if (cmd === 'server') {
-    const { startServer } = await import('./server.js');
-    // Signals are caught before the ready line goes out: whoever started us may stop us the moment
-    // it reads that line. One that comes during start-up stops the server once it is up.
+    // Signals are caught before anything else, the (slow) import of the server included: whoever
+    // started us may stop us at any moment, and one that comes during start-up stops the server
+    // cleanly once it is up (exit 0) instead of killing it half-started.
     let early: string | undefined;
     let onSignal = (signal: string) => void (early ??= signal);
     process.once('SIGTERM', () => onSignal('SIGTERM'));
     process.once('SIGINT', () => onSignal('SIGINT'));
+    const { startServer } = await import('./server.js');
     const running = await startServer(flags);
     await new Promise<void>((resolve) => {
       onSignal = (signal: string) => {

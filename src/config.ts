@@ -2,11 +2,18 @@
  * Configuration, resolved once at start-up with the contract's precedence:
  * command-line flag > TREEGATE_* environment variable > DATA/config.json > config/default.json.
  * DATA/config.json is written with the defaults on first start (and a generated jwt_secret).
+ *
+ * Everything is checked before anything is created: a bad value is refused with a ConfigError whose
+ * message names the key, where the value came from and why (one line, no stack), and then no data
+ * dir, config file, admin or password exists yet.
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { resolve, join } from 'node:path';
+import pino from 'pino';
 import defaults from '../config/default.json' with { type: 'json' };
+import { AtomicJsonFile } from './store/atomic-file.js';
 
 export interface Config {
   dataDir: string;
@@ -23,13 +30,20 @@ export interface Config {
   temp_dir: string;
   trusted_proxies: string[];
   max_json_body: number;
+  /** Things worth a warning once the logger exists (unknown keys in the config file). */
+  warnings?: string[];
 }
 
-export type FileConfig = Omit<Config, 'dataDir' | 'configFile'>;
+export type FileConfig = Omit<Config, 'dataDir' | 'configFile' | 'warnings'>;
 
 export interface ConfigFlags {
   data?: string;
   config?: string;
+}
+
+/** A configuration value that is refused: the message names key, source and reason. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
 }
 
 /** env var → config key path; values are parsed by the type of the default. */
@@ -52,41 +66,68 @@ const ENV: Array<[string, string[]]> = [
 
 export const DEFAULT_CONFIG: FileConfig = defaults as FileConfig;
 
+/** pino's levels, plus `silent` (nothing but the ready and first-start admin lines). */
+export const LOG_LEVELS = [...Object.keys(pino.levels.values), 'silent'];
+
+/** Keys whose values are never echoed in an error (a database URL may carry a password). */
+const SECRET_KEYS = new Set(['jwt_secret', 'database']);
+
 type Json = Record<string, unknown>;
+/** Where each key's value came from: the config file's path or the env var's name. */
+type Sources = Map<string, string>;
 
 function isObj(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Deep-merge `over` onto `base`, keeping only keys that exist in `base` typed like base's values. */
-function merge(base: Json, over: Json, where: string): Json {
+function refuse(key: string, source: string, reason: string): ConfigError {
+  return new ConfigError(`${key} (from ${source}): ${reason}`);
+}
+
+function got(key: string, v: unknown): string {
+  return SECRET_KEYS.has(key) ? '' : `, got ${JSON.stringify(v)}`;
+}
+
+/**
+ * Deep-merge the config file's `over` onto `base`, keeping only keys that exist in `base`, typed like
+ * base's values. Unknown keys are collected (a `//` key is a comment).
+ */
+function merge(base: Json, over: Json, prefix: string, file: string, sources: Sources, unknown: string[]): Json {
   const out: Json = { ...base };
   for (const [k, v] of Object.entries(over)) {
-    if (!(k in base)) continue; // unknown keys (comments, newer versions) are ignored
+    const key = prefix + k;
+    if (!(k in base)) {
+      if (!k.startsWith('//')) unknown.push(key);
+      continue;
+    }
     const b = base[k];
     if (isObj(b)) {
-      if (!isObj(v)) throw new Error(`config ${where}${k}: expected an object`);
-      out[k] = merge(b, v, `${where}${k}.`);
-    } else if (Array.isArray(b)) {
-      if (!Array.isArray(v)) throw new Error(`config ${where}${k}: expected an array`);
-      out[k] = v;
-    } else if (typeof v !== typeof b) {
-      throw new Error(`config ${where}${k}: expected a ${typeof b}, got ${JSON.stringify(v)}`);
-    } else out[k] = v;
+      if (!isObj(v)) throw refuse(key, file, `expected an object${got(key, v)}`);
+      out[k] = merge(b, v, `${key}.`, file, sources, unknown);
+      continue;
+    }
+    if (Array.isArray(b)) {
+      if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw refuse(key, file, `expected an array of strings${got(key, v)}`);
+    } else if (typeof v !== typeof b) throw refuse(key, file, `expected a ${typeof b}${got(key, v)}`);
+    out[k] = v;
+    sources.set(key, file);
   }
   return out;
 }
 
-function parseEnv(raw: string, like: unknown, name: string): unknown {
+const PORT_KEYS = new Set(['http.port', 'sftp.port']);
+
+function parseEnv(raw: string, like: unknown, name: string, key: string): unknown {
   if (typeof like === 'number') {
-    const n = Number(raw);
-    if (!Number.isFinite(n) || raw.trim() === '') throw new Error(`${name}: expected a number, got ${JSON.stringify(raw)}`);
-    return n;
+    // Decimal only: Number() would also take 0x4471, 0b1, 1e3 and Infinity.
+    const ok = PORT_KEYS.has(key) ? /^\d+$/.test(raw) : /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(raw);
+    if (!ok) throw refuse(key, name, `expected a decimal ${PORT_KEYS.has(key) ? 'integer' : 'number'}${got(key, raw)}`);
+    return Number(raw);
   }
   if (typeof like === 'boolean') {
     if (/^(true|1|yes|on)$/i.test(raw)) return true;
     if (/^(false|0|no|off)$/i.test(raw)) return false;
-    throw new Error(`${name}: expected true or false, got ${JSON.stringify(raw)}`);
+    throw refuse(key, name, `expected true or false${got(key, raw)}`);
   }
   if (Array.isArray(like)) return raw.split(',').map((s) => s.trim()).filter(Boolean);
   return raw;
@@ -102,52 +143,129 @@ function getPath(obj: Json, path: string[]): unknown {
   return path.reduce<unknown>((o, k) => (o as Json)[k], obj);
 }
 
+/** An address or CIDR range fastify's trustProxy (proxy-addr) accepts, or one of its named ranges. */
+function isProxySpec(s: string): boolean {
+  if (s === 'loopback' || s === 'linklocal' || s === 'uniquelocal') return true;
+  const [addr, bits, ...more] = s.split('/');
+  const v = isIP(addr!);
+  if (!v || more.length) return false;
+  if (bits === undefined) return true;
+  if (/^\d+$/.test(bits)) return Number(bits) <= (v === 4 ? 32 : 128);
+  return v === 4 && isIP(bits) === 4; // a netmask
+}
+
+/** Values whose type is right but which the server cannot use. */
+function validate(cfg: FileConfig, sources: Sources): void {
+  const src = (key: string) => sources.get(key) ?? 'built-in default';
+  for (const key of PORT_KEYS) {
+    const v = getPath(cfg as unknown as Json, key.split('.'));
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 65535) throw refuse(key, src(key), `must be 0-65535${got(key, v)}`);
+  }
+  const hours = cfg.token_expires_in;
+  if (!Number.isFinite(hours) || Math.round(hours * 3600) < 1)
+    throw refuse('token_expires_in', src('token_expires_in'), `must be a positive number of hours (tokens would be born expired)${got('token_expires_in', hours)}`);
+  if (hours * 3600 > 2 ** 52) throw refuse('token_expires_in', src('token_expires_in'), `must be at most 2^52 seconds in hours${got('token_expires_in', hours)}`);
+  if (!LOG_LEVELS.includes(cfg.log.level))
+    throw refuse('log.level', src('log.level'), `must be one of ${LOG_LEVELS.join(', ')}${got('log.level', cfg.log.level)}`);
+  for (const p of cfg.trusted_proxies) {
+    if (!isProxySpec(p))
+      throw refuse('trusted_proxies', src('trusted_proxies'), `${JSON.stringify(p)} is not an IP address, CIDR range, loopback, linklocal or uniquelocal`);
+  }
+  if (cfg.database !== '')
+    throw refuse('database', src('database'), 'only the embedded file store in DATA is supported: leave it empty (the value is not shown)');
+  if (!Number.isInteger(cfg.max_json_body) || cfg.max_json_body < 1)
+    throw refuse('max_json_body', src('max_json_body'), `must be a positive integer (bytes)${got('max_json_body', cfg.max_json_body)}`);
+}
+
 /** The data dir from flag > env > default, absolute. */
 export function resolveDataDir(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): string {
   return resolve(flags.data ?? env.TREEGATE_DATA ?? './data');
 }
 
+function dataDirSource(flags: ConfigFlags, env: NodeJS.ProcessEnv): string {
+  return flags.data !== undefined ? '--data' : env.TREEGATE_DATA !== undefined ? 'TREEGATE_DATA' : 'default ./data';
+}
+
+function errnoText(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  const why: Record<string, string> = {
+    EACCES: 'permission denied', EPERM: 'permission denied', EISDIR: 'it is a directory', ENOTDIR: 'a part of the path is not a directory',
+    EEXIST: 'it exists and is not a directory', EROFS: 'read-only file system',
+  };
+  return (err.code && why[err.code]) ?? err.message;
+}
+
+/** Read the config file: undefined when missing; a ConfigError naming the path for anything else. */
+async function readConfigFile(file: string, source: string): Promise<string | undefined> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new ConfigError(`config file ${file} (from ${source}): cannot read it: ${errnoText(e)}`);
+  }
+}
+
 /**
- * Load the configuration. Creates DATA (0700) and writes DATA/config.json with defaults when missing;
- * a missing jwt_secret is generated and saved there so tokens survive restarts.
+ * Load the configuration. Creates DATA (0700) and writes DATA/config.json with defaults when missing
+ * (atomically, 0600); a missing jwt_secret is generated and saved there so tokens survive restarts.
+ * Nothing is created when a value is refused.
  */
 export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
   const dataDir = resolveDataDir(flags, env);
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  await chmod(dataDir, 0o700);
-  const configFile = resolve(flags.config ?? join(dataDir, 'config.json'));
+  const dataSource = dataDirSource(flags, env);
+  const dataStat = await stat(dataDir).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return undefined;
+    throw new ConfigError(`data dir ${dataDir} (from ${dataSource}): ${errnoText(e)}`);
+  });
+  if (dataStat && !dataStat.isDirectory()) throw new ConfigError(`data dir ${dataDir} (from ${dataSource}): exists and is not a directory`);
 
-  let fileText: string | undefined;
-  try {
-    fileText = await readFile(configFile, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
+  const configFile = resolve(flags.config ?? join(dataDir, 'config.json'));
+  const fileSource = flags.config !== undefined ? '--config' : 'DATA/config.json';
+  const fileText = await readConfigFile(configFile, fileSource);
   let fromFile: Json = {};
   if (fileText !== undefined) {
     try {
       fromFile = JSON.parse(fileText) as Json;
     } catch (e) {
-      throw new Error(`config file ${configFile} is not valid JSON: ${(e as Error).message}`);
+      throw new ConfigError(`config file ${configFile} is not valid JSON: ${(e as Error).message}`);
     }
-    if (!isObj(fromFile)) throw new Error(`config file ${configFile} must hold a JSON object`);
+    if (!isObj(fromFile)) throw new ConfigError(`config file ${configFile} must hold a JSON object`);
   }
+  const sources: Sources = new Map();
+  const unknown: string[] = [];
   const base = structuredClone(DEFAULT_CONFIG) as unknown as Json;
-  const fileMerged = merge(base, fromFile, '');
-
-  if (!fileMerged.jwt_secret || fileText === undefined) {
-    // Persist defaults (and a secret) so the next start finds the same values.
-    if (!fileMerged.jwt_secret) fileMerged.jwt_secret = randomBytes(24).toString('base64url');
-    await writeFile(configFile, JSON.stringify({ ...fromFile, ...fileMerged }, null, 2) + '\n', { mode: 0o600 });
-  }
+  const fileMerged = merge(base, fromFile, '', configFile, sources, unknown);
 
   const merged = structuredClone(fileMerged);
   for (const [name, path] of ENV) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
-    setPath(merged, path, parseEnv(raw, getPath(base, path), name));
+    const key = path.join('.');
+    setPath(merged, path, parseEnv(raw, getPath(base, path), name, key));
+    sources.set(key, name);
   }
-  const cfg = { ...(merged as unknown as FileConfig), dataDir, configFile };
+  validate(merged as unknown as FileConfig, sources);
+
+  // Only now, with every value accepted, is anything created.
+  try {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await chmod(dataDir, 0o700);
+  } catch (e) {
+    throw new ConfigError(`data dir ${dataDir} (from ${dataSource}): cannot create it: ${errnoText(e)}`);
+  }
+  if (!fileMerged.jwt_secret || fileText === undefined) {
+    // Persist defaults (and a secret) so the next start finds the same values.
+    if (!fileMerged.jwt_secret) fileMerged.jwt_secret = randomBytes(24).toString('base64url');
+    if (!merged.jwt_secret) merged.jwt_secret = fileMerged.jwt_secret;
+    try {
+      await new AtomicJsonFile<Json>(configFile).write({ ...fromFile, ...fileMerged });
+    } catch (e) {
+      throw new ConfigError(`config file ${configFile} (from ${fileSource}): cannot write it: ${errnoText(e)}`);
+    }
+  }
+
+  const cfg: Config = { ...(merged as unknown as FileConfig), dataDir, configFile };
   if (!cfg.sftp.address) cfg.sftp.address = cfg.http.address;
+  if (unknown.length) cfg.warnings = [`config file ${configFile}: unknown keys ignored (typos?): ${unknown.join(', ')}`];
   return cfg;
 }

@@ -10,6 +10,7 @@ import { loadConfig, type ConfigFlags } from './config.js';
 import { createLogger } from './log.js';
 import { JsonStore } from './store/json-store.js';
 import { Accounts } from './auth/accounts.js';
+import { adminRequests } from './auth/admin-request.js';
 import { Tokens } from './auth/tokens.js';
 import { Settings } from './settings/settings.js';
 import { createVfsCore } from './vfs/create.js';
@@ -40,6 +41,8 @@ export interface StartOptions {
 
 /** How long a graceful stop waits for in-flight requests before cutting connections. */
 const DRAIN_MS = 10_000;
+/** How long a graceful stop then waits for cut-off writes to fail and clean up. */
+const SETTLE_MS = 5_000;
 
 /**
  * Requests for the WebDAV handler: everything under /dav, and a plain OPTIONS of the site root
@@ -59,11 +62,14 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   // base_path (site_url's path, e.g. `/tg` behind a reverse proxy): see the HTTP server below.
   const basePath = basePathOf(config.site_url);
   const log = createLogger(config.log.level, opts.logDestination);
-  const store = await JsonStore.open(join(config.dataDir, 'store.json'), { watch: true });
+  for (const w of config.warnings ?? []) log.warn(w);
+  // The server is the store's one writer while it runs (owner marker in DATA; see store/owner.ts).
+  const store = await JsonStore.open(join(config.dataDir, 'store.json'), { watch: true, owner: true, onReloadError: (err) => log.error(err.message) });
   await firstStart(store, config.dataDir, log, env);
   store.onExternalChange(() => log.info('store reloaded after an external change'));
 
   const accounts = new Accounts(store);
+  store.onRequest(adminRequests(accounts, log)); // `treegate admin set|random` while we run
   const tokens = new Tokens(config.jwt_secret, config.token_expires_in, store);
   const settings = await Settings.load(store, VERSION);
   const vfsCore = createVfsCore({ store, log, dataDir: config.dataDir });
@@ -106,7 +112,9 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   }
 
   const http = { address: httpAddr.address, port: httpAddr.port };
-  log.info(
+  // The contract's ready line goes out at any log.level (warn, error, silent): a child at info on the
+  // same destination, same format.
+  log.child({}, { level: 'info' }).info(
     {
       http: `${http.address}:${http.port}`,
       sftp: sftp ? `${sftp.address}:${sftp.port}` : 'off',
@@ -127,9 +135,14 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       force.unref();
       await Promise.allSettled([app.close(), sftp?.close(), dav?.close()]);
       clearTimeout(force);
+      // Uploads the listeners cut off fail like any aborted upload and their drivers remove what
+      // they wrote (a temp file); tasks stopped below do the same. Wait (bounded) for all of that
+      // before the drivers and the store go and the process exits.
+      const writes = vfsCore.vfs.settled(SETTLE_MS);
       await loading;
       await tasks.close();
       await search.close();
+      if (!(await writes)) log.warn({ writes: vfsCore.vfs.pendingWrites }, 'stopping with writes still under way');
       await vfsCore.mounts.dropAll();
       await store.close();
       log.info('treegate stopped');

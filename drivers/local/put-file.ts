@@ -15,7 +15,7 @@
  */
 import { closeSync, createWriteStream, fstatSync, futimesSync, linkSync, lstatSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeSync, type Stats, type WriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { rm, utimes } from 'node:fs/promises';
+import { utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -152,7 +152,15 @@ async function writeStreamed(dirReal: string, target: string, body: Readable, ar
     if (args.modified) await utimes(temp, args.modified, args.modified);
     place(temp, target, args.noReplace);
   } catch (e) {
-    await rm(temp, { force: true });
+    // Removed at once (one unlink, synchronous: nothing can come between the failure and it, not
+    // even the process exiting), and again once the write stream has closed: one destroyed before
+    // its open had finished creates the file after that first unlink.
+    rmSync(temp, { force: true });
+    if (!file.closed) {
+      file.destroy();
+      await new Promise<void>((resolve) => file.once('close', () => resolve()));
+      rmSync(temp, { force: true });
+    }
     throw e;
   }
   return statSync(target);

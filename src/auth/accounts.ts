@@ -194,7 +194,11 @@ export class Accounts {
   /** Set a user's password: new salt, scrypt over the static hash, new pwd_ts (kills its tokens). */
   async setPassword(userId: number, plain: string): Promise<UserRecord> {
     const salt = newSalt();
-    const pwd_hash = await hashPassword(plain, salt);
+    return this.setPasswordHash(userId, salt, await hashPassword(plain, salt));
+  }
+
+  /** setPassword() with the salt and stored hash made elsewhere (`treegate admin set` hands them to the server). */
+  async setPasswordHash(userId: number, salt: string, pwd_hash: string): Promise<UserRecord> {
     const user = await this.store.users.update(userId, { salt, pwd_hash, pwd_ts: this.nextPwdTs(await this.byId(userId)) });
     this.usersChanged();
     return user;

@@ -23,7 +23,11 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       throw e;
     }
     this.lastText = text;
-    return JSON.parse(text) as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch (e) {
+      throw new Error(`${this.file} is not valid JSON (${(e as Error).message}); fix or restore the file`);
+    }
   }
 
   async write(data: T): Promise<void> {

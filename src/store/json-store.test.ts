@@ -1,9 +1,11 @@
 /** Repo.revision(): what caches derived from the store compare (Accounts' credential cache). */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JsonStore } from './json-store.js';
+import { liveOwner } from './owner.js';
 
 let dir: string;
 beforeEach(async () => {
@@ -45,5 +47,80 @@ describe('Repo.revision', () => {
     expect(watching.users.revision()).not.toBe(before);
     expect((await watching.users.findBy('username', 'bob')).length).toBe(1);
     await Promise.all([watching.close(), other.close()]);
+  });
+});
+
+describe('a store file that cannot be used', () => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['not JSON', '{"users": [}', /is not valid JSON/],
+    ['null', 'null', /must be a JSON object, found null/],
+    ['an array', '[]', /must be a JSON object, found an array/],
+    ['users not an array', '{"schema_version":1,"users":"oops"}', /"users" must be an array, found string/],
+    ['a user not an object', '{"schema_version":1,"users":[1]}', /"users\[0\]" must be an object/],
+    ['a user without username', '{"schema_version":1,"users":[{"id":1}]}', /"users\[0\]\.username" must be a string/],
+    ['kv not an object', '{"schema_version":1,"kv":[]}', /"kv" must be an object, found an array/],
+    ['a newer schema', '{"schema_version":99}', /schema version 99 is newer/],
+  ];
+  for (const [what, text, message] of cases) {
+    it(`is refused at open, naming the file and left untouched: ${what}`, async () => {
+      const file = join(dir, 'store.json');
+      await writeFile(file, text);
+      const err = await JsonStore.open(file).then(() => undefined, (e: Error) => e);
+      expect(err?.message).toMatch(message);
+      expect(err?.message).toContain(file);
+      expect(await readFile(file, 'utf8')).toBe(text);
+    });
+  }
+
+  it('a newer schema written while watching is not loaded: reported, the state in memory is kept', async () => {
+    const file = join(dir, 'store.json');
+    const errors: Error[] = [];
+    const s = await JsonStore.open(file, { watch: true, onReloadError: (e) => errors.push(e) });
+    await s.users.insert(user('ann'));
+    const newer = JSON.stringify({ schema_version: 99, users: 'another shape' });
+    await writeFile(join(dir, 'next.json'), newer);
+    await rename(join(dir, 'next.json'), file);
+    const until = Date.now() + 5_000;
+    while (errors.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(errors[0]?.message).toMatch(/schema version 99 is newer.*state in memory is kept/);
+    expect((await s.users.list()).map((u) => u.username)).toEqual(['ann']);
+    await s.close();
+  });
+});
+
+describe('one writer', () => {
+  it('open never removes a live process\'s temp file, only a dead one\'s', async () => {
+    const file = join(dir, 'store.json');
+    const child = spawn('sleep', ['30']);
+    const dead = spawn('true');
+    await new Promise((r) => dead.once('exit', r));
+    const live = `store.json.${child.pid}.1.tmp`;
+    const stale = `store.json.${dead.pid}.1.tmp`;
+    await writeFile(join(dir, live), '{}');
+    await writeFile(join(dir, stale), '{}');
+    try {
+      await (await JsonStore.open(file)).close();
+      const names = await readdir(dir);
+      expect(names).toContain(live);
+      expect(names).not.toContain(stale);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('an owner store marks DATA, refuses a second live owner, ignores a stale marker', async () => {
+    const file = join(dir, 'store.json');
+    const child = spawn('sleep', ['30']);
+    try {
+      await writeFile(join(dir, 'server.pid'), JSON.stringify({ pid: child.pid, start: null, instance: 'x' }));
+      await expect(JsonStore.open(file, { owner: true })).rejects.toThrow(/in use by a running treegate \(pid \d+\)/);
+    } finally {
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    }
+    const s = await JsonStore.open(file, { owner: true }); // the marker's process is gone now
+    expect((await liveOwner(dir))?.pid).toBe(process.pid);
+    await s.close();
+    expect(await liveOwner(dir)).toBeUndefined();
   });
 });

@@ -4,13 +4,14 @@
  * out together in the next one); a mutation's promise resolves only once it is on disk.
  */
 import { randomUUID } from 'node:crypto';
-import { readdir, rm } from 'node:fs/promises';
+import { lstat, readFile, readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { Low } from 'lowdb';
 import { watch, type FSWatcher } from 'node:fs';
 import { VfsError } from '../errors.js';
 import { AtomicJsonFile } from './atomic-file.js';
-import { migrate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
+import { migrate, validate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
+import { claimOwner, isAlive, REQUEST_RE, resultName, writeAtomic } from './owner.js';
 import type { KvRepo, Repo, RevocationRepo, SettingRepo, Store, TaskRepo } from './store.js';
 import type { TaskRecord } from './types.js';
 
@@ -25,6 +26,23 @@ const UNIQUE: Record<Collection, Unique[]> = {
 };
 
 const clone = <T>(v: T): T => structuredClone(v);
+
+export interface OpenOptions {
+  /** Reload on changes made by other processes. */
+  watch?: boolean;
+  /**
+   * This process is the store's one writer (the server): DATA gets its owner marker (refused when
+   * another live process holds it), and other processes' changes arrive as requests (onRequest).
+   */
+  owner?: boolean;
+  /** Only read an existing file: nothing is created, migrated on disk, swept or written. */
+  readOnly?: boolean;
+  /** A changed file that could not be loaded (the in-memory state is kept); console.error by default. */
+  onReloadError?: (err: Error) => void;
+}
+
+/** A request from another process (the CLI): its answer is written back as `{ ok: true, ...answer }`. */
+export type RequestHandler = (req: Record<string, unknown>) => Promise<Record<string, unknown>>;
 
 export class JsonStore implements Store {
   readonly users;
@@ -46,6 +64,10 @@ export class JsonStore implements Store {
   private readonly revisions: Record<Collection, number> = { users: 0, sshKeys: 0, metas: 0, storages: 0 };
   /** Stamped into every document we write, so the watcher can tell our writes from other processes'. */
   private readonly instanceId = randomUUID();
+  private readOnly = false;
+  private releaseOwner: (() => Promise<void>) | undefined;
+  private requestHandler: RequestHandler | undefined;
+  private readonly taking = new Set<string>();
 
   private constructor(readonly file: string) {
     this.adapter = new AtomicJsonFile<StoreData>(file);
@@ -60,16 +82,74 @@ export class JsonStore implements Store {
     this.kv = this.kvRepo();
   }
 
-  /** Open (or create) the store file. `watch` reloads on changes made by other processes. */
-  static async open(file: string, opts: { watch?: boolean } = {}): Promise<JsonStore> {
+  /**
+   * Open (or create) the store file. A file that is not valid JSON, has the wrong shape or a newer
+   * schema is refused with an error naming it, and left untouched.
+   */
+  static async open(file: string, opts: OpenOptions = {}): Promise<JsonStore> {
     const s = new JsonStore(file);
-    await s.sweepTempFiles();
-    await s.db.read();
-    const before = s.db.data.schema_version;
-    s.db.data = migrate(s.db.data ?? emptyData());
-    if (before !== SCHEMA_VERSION || s.adapter.lastText === undefined) await s.flush();
-    if (opts.watch) s.startWatching();
+    s.readOnly = opts.readOnly ?? false;
+    if (opts.owner) s.releaseOwner = await claimOwner(dirname(file));
+    try {
+      if (!s.readOnly) await s.sweepTempFiles();
+      const raw = await s.adapter.read();
+      if (s.adapter.lastText === undefined) {
+        if (s.readOnly) throw new Error(`${file} does not exist`);
+        s.db.data = emptyData();
+      } else {
+        s.db.data = validate(raw, file);
+      }
+      const before = s.db.data.schema_version;
+      s.db.data = migrate(s.db.data);
+      if (!s.readOnly && (before !== SCHEMA_VERSION || s.adapter.lastText === undefined)) await s.flush();
+      if (opts.watch && !s.readOnly) s.startWatching(opts.onReloadError ?? ((e) => console.error(`treegate: ${e.message}`)));
+    } catch (e) {
+      await s.releaseOwner?.();
+      throw e;
+    }
     return s;
+  }
+
+  /**
+   * Serve other processes' requests (owner stores only): each `control-<id>.request` file in DATA is
+   * taken (deleted), given to `handler`, and answered in `control-<id>.result`. Requests already
+   * waiting are served now.
+   */
+  onRequest(handler: RequestHandler): void {
+    this.requestHandler = handler;
+    void readdir(dirname(this.file)).then(
+      (names) => names.filter((n) => REQUEST_RE.test(n)).forEach((n) => void this.takeRequest(n)),
+      () => undefined,
+    );
+  }
+
+  private async takeRequest(name: string): Promise<void> {
+    const handler = this.requestHandler;
+    const m = REQUEST_RE.exec(name);
+    if (!handler || !m || this.taking.has(name)) return;
+    this.taking.add(name);
+    const file = join(dirname(this.file), name);
+    try {
+      let req: Record<string, unknown>;
+      try {
+        // DATA is 0700; still, only a regular file of our own user is a request.
+        const st = await lstat(file);
+        if (!st.isFile() || (process.getuid && st.uid !== process.getuid())) return void (await rm(file, { force: true }));
+        req = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+        await rm(file);
+      } catch {
+        return; // gone (taken, or withdrawn by its sender), or torn: nothing to answer
+      }
+      let answer: Record<string, unknown>;
+      try {
+        answer = { ...(await handler(req)), ok: true };
+      } catch (e) {
+        answer = { ok: false, error: e instanceof Error ? e.message : String(e) };
+      }
+      await writeAtomic(join(dirname(this.file), resultName(m[1]!)), JSON.stringify(answer)).catch(() => undefined);
+    } finally {
+      this.taking.delete(name);
+    }
   }
 
   get data(): StoreData {
@@ -83,12 +163,16 @@ export class JsonStore implements Store {
 
   async close(): Promise<void> {
     this.watcher?.close();
+    this.requestHandler = undefined;
     await this.chain;
+    await this.releaseOwner?.();
+    this.releaseOwner = undefined;
   }
 
   /** Persist the current in-memory state; resolves when it is durable. */
   flush(): Promise<void> {
     if (this.scheduled) return this.scheduled;
+    if (this.readOnly) return Promise.reject(new Error(`${this.file} is open read-only`));
     const p = this.chain.then(() => {
       this.scheduled = null;
       this.db.data.writer = this.instanceId;
@@ -99,38 +183,55 @@ export class JsonStore implements Store {
     return p;
   }
 
+  /**
+   * Remove temp files a killed writer left. Only those of dead processes: the name carries the
+   * writer's pid, and a live writer's temp file is a write in flight (`store.json.<pid>.<n>.tmp`).
+   */
   private async sweepTempFiles(): Promise<void> {
     const dir = dirname(this.file);
     const prefix = basename(this.file) + '.';
     const names = await readdir(dir).catch(() => [] as string[]);
-    await Promise.all(names.filter((n) => n.startsWith(prefix) && n.endsWith('.tmp')).map((n) => rm(join(dir, n), { force: true })));
+    const stale = names.filter((n) => {
+      if (!n.startsWith(prefix) || !n.endsWith('.tmp')) return false;
+      const pid = Number(n.slice(prefix.length).split('.')[0]);
+      return pid !== process.pid && !isAlive(pid);
+    });
+    await Promise.all(stale.map((n) => rm(join(dir, n), { force: true })));
   }
 
-  private startWatching(): void {
+  private startWatching(onError: (err: Error) => void): void {
     // Watch the directory, not the file: every write replaces the file (a rename onto its name),
     // and a watch on the file itself follows the old inode and goes deaf after the first one.
     const name = basename(this.file);
     let timer: NodeJS.Timeout | undefined;
-    const reload = async () => {
+    const refused = (e: unknown) =>
+      onError(new Error(`${e instanceof Error ? e.message : String(e)}; not loaded: the state in memory is kept, and the next write replaces the file`));
+    const reload = async (retry: boolean) => {
       const previous = this.adapter.lastText;
       const fresh = new AtomicJsonFile<StoreData>(this.file);
-      let next: StoreData | null;
+      let next: unknown;
       try {
         next = await fresh.read();
-      } catch {
-        return; // a partial view of someone else's write; the next event brings the whole file
+      } catch (e) {
+        // Perhaps a partial view of a non-atomic write: look once more before calling it broken.
+        if (retry) timer = setTimeout(() => void reload(false).catch(refused), 250);
+        else refused(e);
+        return;
       }
+      if (fresh.lastText === undefined || fresh.lastText === previous) return; // removed, or unchanged
       // Our own writes (possibly an older one, seen late) are never "external".
-      if (!next || next.writer === this.instanceId || fresh.lastText === previous) return;
-      this.db.data = migrate(next);
+      if (next && (next as StoreData).writer === this.instanceId) return;
+      const data = migrate(validate(next, this.file));
+      this.db.data = data;
       this.adapter.lastText = fresh.lastText;
       for (const c of Object.keys(this.revisions) as Collection[]) this.revisions[c]++;
       for (const l of this.listeners) l();
     };
     this.watcher = watch(dirname(this.file), { persistent: false }, (_event, filename) => {
+      if (filename && REQUEST_RE.test(filename)) return void this.takeRequest(filename);
       if (filename !== name) return;
       clearTimeout(timer);
-      timer = setTimeout(() => void reload(), 30); // a burst of events is one change
+      timer = setTimeout(() => void reload(true).catch(refused), 30); // a burst of events is one change
     });
   }
 

@@ -40,6 +40,9 @@ export class Vfs implements VfsApi {
   /** Change notifications (./events.ts); VfsWriter emits into it too. */
   readonly changes = new ChangeFeed();
   private readonly writer: VfsWriter;
+  /** Write calls under way, and who waits for there to be none (settled). */
+  private writes = 0;
+  private readonly idle = new Set<() => void>();
 
   constructor(readonly deps: VfsDeps) {
     this.tree = new Tree(deps.cache);
@@ -194,26 +197,60 @@ export class Vfs implements VfsApi {
   }
 
   mkdir(ctx: AccessContext, path: string, opts?: MkdirOptions): Promise<Entry> {
-    return this.writer.mkdir(ctx, path, opts);
+    return this.track(this.writer.mkdir(ctx, path, opts));
   }
 
   moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
-    return this.writer.transfer('move', ctx, src, dst, opts);
+    return this.track(this.writer.transfer('move', ctx, src, dst, opts));
   }
 
   copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
-    return this.writer.transfer('copy', ctx, src, dst, opts);
+    return this.track(this.writer.transfer('copy', ctx, src, dst, opts));
   }
 
   remove(ctx: AccessContext, path: string, opts?: RemoveOptions): Promise<void> {
-    return this.writer.remove(ctx, path, opts);
+    return this.track(this.writer.remove(ctx, path, opts));
   }
 
   put(ctx: AccessContext, path: string, body: Readable, opts?: PutOptions): Promise<Entry> {
-    return this.writer.put(ctx, path, body, opts);
+    return this.track(this.writer.put(ctx, path, body, opts));
   }
 
   setModified(ctx: AccessContext, path: string, modified: Date): Promise<void> {
-    return this.writer.setModified(ctx, path, modified);
+    return this.track(this.writer.setModified(ctx, path, modified));
+  }
+
+  /** Write calls (put, mkdir, move, copy, remove, setModified) not settled yet. */
+  get pendingWrites(): number {
+    return this.writes;
+  }
+
+  /**
+   * Resolves once no write call is under way (true), or after `timeoutMs` (false). A graceful stop
+   * awaits it after the listeners cut their connections: a put cut off then fails, and its driver
+   * removes what it had written (the Local driver's temp file) before the put settles, so nothing is
+   * left behind when the process exits. Writes that start meanwhile are waited for too.
+   */
+  settled(timeoutMs: number): Promise<boolean> {
+    if (this.writes === 0) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        this.idle.delete(onIdle);
+        resolve(ok);
+      };
+      const onIdle = () => done(true);
+      const timer = setTimeout(() => done(false), timeoutMs);
+      this.idle.add(onIdle);
+    });
+  }
+
+  private track<T>(p: Promise<T>): Promise<T> {
+    this.writes++;
+    const done = () => {
+      if (--this.writes === 0) for (const f of [...this.idle]) f();
+    };
+    p.then(done, done);
+    return p;
   }
 }
