@@ -33,6 +33,7 @@ export class Settings {
   private values: Record<string, string> = {};
   /** Stored keys that the catalogue does not define. */
   private extra = new Set<string>();
+  private readonly listeners = new Set<() => void>();
 
   private constructor(private readonly store: Store, private readonly version: string) {}
 
@@ -41,8 +42,18 @@ export class Settings {
     await s.reload();
     const stored = await store.settings.all();
     if (!stored.token) await s.save({ token: newApiToken() }); // the admin API token and sign key
-    store.onExternalChange(() => void s.reload());
+    store.onExternalChange(() => void s.reload().then(() => s.changed()));
     return s;
+  }
+
+  /** Be told after values changed (a save here, or another process's write to the store). */
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => void this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const l of this.listeners) l();
   }
 
   private async reload(): Promise<void> {
@@ -108,6 +119,7 @@ export class Settings {
     await this.store.settings.setMany(values);
     Object.assign(this.values, values);
     for (const k of Object.keys(values)) if (!BY_KEY.has(k)) this.extra.add(k);
+    this.changed();
   }
 
   /** Remove a deprecated (unknown) stored key. Returns false when there is no such stored key. */

@@ -3,8 +3,11 @@
  * at the target plus one child copy task per entry (AList's expansion), a file is streamed
  * vfs.read → vfs.put (never buffered whole; put is atomic, so a cancelled or killed copy leaves no
  * partial file under the final name). Copy only reads the source: it never deletes anything.
- * Resumable: args hold only user paths, and a resumed folder task skips entries whose child task
- * already exists.
+ * Resumable: args hold user paths plus the storages (id and mount path) both ends resolved to
+ * when the task was made; a resumed folder task skips entries whose child task already exists.
+ * Every run checks that the paths still resolve to those storages and fails (no retry) when one
+ * was deleted or replaced, like AList's CopyTask that holds its storages: a path resolved again
+ * after its storage went would otherwise land in whatever storage now serves it (e.g. the root).
  */
 import { can, type AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
@@ -12,16 +15,30 @@ import { join, parent } from '../paths.js';
 import type { VfsApi } from '../vfs/types.js';
 import type { Creator, TaskManager } from './manager.js';
 import type { KindRunner, TaskHandle, TaskInfo } from './types.js';
-import { fmtWhere, whereOf } from './where.js';
+import { fmtWhere, pinStorage, storagePin, whereOf, type StoragePin } from './where.js';
 
 interface CopyArgs {
   src: string;
   dst: string;
+  /** The storages the ends resolved to at creation (absent in tasks made by older versions). */
+  src_storage?: StoragePin;
+  dst_storage?: StoragePin;
 }
 
 function copyArgs(a: Record<string, unknown>): CopyArgs {
   if (typeof a.src !== 'string' || typeof a.dst !== 'string') throw new Error('bad copy task arguments');
-  return { src: a.src, dst: a.dst };
+  return { src: a.src, dst: a.dst, src_storage: storagePin(a.src_storage), dst_storage: storagePin(a.dst_storage) };
+}
+
+/**
+ * Check both ends still resolve to their pinned storages (pinning them now for tasks made before
+ * pins existed). Throws a FatalTaskError naming the storage that is gone.
+ */
+async function checkPins(vfs: VfsApi, t: TaskHandle, a: CopyArgs): Promise<{ src_storage?: StoragePin; dst_storage?: StoragePin }> {
+  const src_storage = await pinStorage(vfs, t.ctx, a.src, a.src_storage, 'source');
+  const dst_storage = await pinStorage(vfs, t.ctx, parent(a.dst), a.dst_storage, 'destination');
+  if ((!a.src_storage && src_storage) || (!a.dst_storage && dst_storage)) t.patchArgs({ src_storage, dst_storage });
+  return { src_storage, dst_storage };
 }
 
 async function copyName(vfs: VfsApi, ctx: AccessContext, src: string, dst: string): Promise<string> {
@@ -32,9 +49,11 @@ export function copyRunner(vfs: VfsApi): KindRunner {
   return {
     resumable: true,
     async run(t: TaskHandle) {
-      const { src, dst } = copyArgs(t.args);
+      const a = copyArgs(t.args);
+      const { src, dst } = a;
       const ctx = t.ctx;
       if (!can.copy(ctx.principal)) throw new VfsError('FORBIDDEN');
+      const pins = await checkPins(vfs, t, a);
       t.setStatus('getting src object');
       const entry = await vfs.stat(ctx, src);
       if (entry.isDir) {
@@ -50,7 +69,7 @@ export function copyRunner(vfs: VfsApi): KindRunner {
           const childSrc = join(src, e.name);
           if (started.has(childSrc)) continue;
           const name = `copy [${srcWhere.mount}](${join(srcWhere.inside, e.name)}) to ${dstWhere}`;
-          await t.spawn('copy', name, { src: childSrc, dst: join(dst, e.name) });
+          await t.spawn('copy', name, { src: childSrc, dst: join(dst, e.name), ...pins });
         }
         t.setStatus('src object is dir, added all copy tasks of objs');
         return;
@@ -58,6 +77,12 @@ export function copyRunner(vfs: VfsApi): KindRunner {
       t.setStatus('');
       t.setTotalBytes(entry.size);
       const r = await vfs.read(ctx, src);
+      try {
+        await checkPins(vfs, t, { ...a, ...pins }); // again: opening the source may have taken a while
+      } catch (e) {
+        r.stream.destroy();
+        throw e;
+      }
       const stop = () => r.stream.destroy(new Error('canceled'));
       t.signal.addEventListener('abort', stop, { once: true });
       try {
@@ -82,5 +107,7 @@ export async function startCopy(tasks: TaskManager, vfs: VfsApi, ctx: AccessCont
   await vfs.stat(ctx, src);
   const creator: Creator = { id: p.userId, username: p.username, role: p.role };
   const name = await copyName(vfs, ctx, src, dst);
-  return tasks.create('copy', creator, name, { src, dst, ip: ctx.ip });
+  const src_storage = await pinStorage(vfs, ctx, src, undefined, 'source');
+  const dst_storage = await pinStorage(vfs, ctx, parent(dst), undefined, 'destination');
+  return tasks.create('copy', creator, name, { src, dst, src_storage, dst_storage, ip: ctx.ip });
 }

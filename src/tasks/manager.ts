@@ -6,7 +6,13 @@
  *
  * Each kind has its own worker pool (a FIFO queue and a concurrency limit) and retry limit. Work
  * runs with the creator's principal, re-read from the store at every run, so a user disabled or
- * deleted meanwhile stops their tasks. Cancel aborts the work's AbortSignal.
+ * deleted meanwhile stops their tasks. Cancel aborts the work's AbortSignal, and cancels every
+ * queued or running descendant (a folder copy finishes once it has spawned its children, so the
+ * tree must be followed through finished tasks too).
+ *
+ * A pool's limit is read at every scheduling decision (the `limit` option, e.g. the
+ * `*_task_threads_num` settings), so a change applies to the next start; refreshLimits() lets
+ * newly allowed workers start at once.
  */
 import type { Logger } from 'pino';
 import type { Accounts } from '../auth/accounts.js';
@@ -23,6 +29,8 @@ export interface TaskManagerOptions {
   accounts: Accounts;
   log: Logger;
   workers?: Partial<Record<TaskKind, number>>;
+  /** The current worker count of a kind (read at each scheduling step); undefined: `workers`/default. */
+  limit?: (kind: TaskKind) => number | undefined;
   maxRetry?: Partial<Record<TaskKind, number>>;
   /** Wait before a retry; grows linearly with the attempt. */
   retryDelayMs?: number;
@@ -41,13 +49,21 @@ interface Live {
 interface Pool {
   queue: string[];
   running: number;
+  /** The fixed limit used when the `limit` option gives none. */
   limit: number;
+}
+
+/** An error a retry cannot help with (e.g. the task's storage was deleted): the task fails at once. */
+export class FatalTaskError extends Error {
+  readonly fatal = true;
 }
 
 export type Creator = Pick<UserRecord, 'id' | 'username' | 'role'>;
 
 export class TaskManager {
   private readonly tasks = new Map<string, TaskRecord>();
+  /** parent id → ids of the tasks it spawned (args.parent). */
+  private readonly kids = new Map<string, Set<string>>();
   private readonly runners = new Map<TaskKind, KindRunner>();
   private readonly pools = new Map<TaskKind, Pool>();
   private readonly live = new Map<string, Live>();
@@ -72,6 +88,7 @@ export class TaskManager {
   async start(): Promise<void> {
     for (const rec of await this.opts.store.tasks.list()) {
       this.tasks.set(rec.id, rec);
+      this.link(rec);
       if (DONE_STATES.has(rec.state)) continue;
       const runner = this.runners.get(rec.kind as TaskKind);
       if (runner?.resumable && rec.state !== S.CANCELING) {
@@ -92,7 +109,19 @@ export class TaskManager {
   /** Let the workers run (server.ts calls this once the storages are loaded). */
   resume(): void {
     this.paused = false;
+    this.refreshLimits();
+  }
+
+  /** Start queued work a raised limit now allows (call after a worker-count setting changed). */
+  refreshLimits(): void {
     for (const k of TASK_KINDS) this.pump(k);
+  }
+
+  /** The current worker limit of a kind. */
+  limitOf(kind: TaskKind): number {
+    const n = this.opts.limit?.(kind);
+    if (n !== undefined && Number.isFinite(n) && n >= 1) return Math.floor(n);
+    return this.pools.get(kind)!.limit;
   }
 
   /** All records (copies), in creation order. */
@@ -110,10 +139,11 @@ export class TaskManager {
     if (this.closed) throw new Error('task manager is stopped');
     const rec: TaskRecord = {
       id: taskId(), kind, name, creator: creator.username, creator_id: creator.id, creator_role: creator.role,
-      state: S.PENDING, status: kind === 'upload' ? 'uploading' : '', progress: 0, start_time: null, end_time: null,
+      state: S.PENDING, status: initialStatus(kind), progress: 0, start_time: null, end_time: null,
       total_bytes: typeof args.size === 'number' ? args.size : 0, error: '', retry_count: 0, args,
     };
     this.tasks.set(rec.id, rec);
+    this.link(rec);
     const info = toInfo(rec);
     await this.save(rec);
     this.pools.get(kind)!.queue.push(rec.id);
@@ -122,22 +152,35 @@ export class TaskManager {
     return info;
   }
 
-  /** Cancel a task and its unfinished children. Finished tasks are left as they are. */
+  /**
+   * Cancel a task and every unfinished descendant, through finished ones too (a folder copy has
+   * succeeded once it spawned its children). Finished tasks themselves are left as they are.
+   */
   async cancel(id: string): Promise<void> {
+    const writes: Promise<void>[] = [];
+    this.cancelTree(id, writes);
+    await Promise.all(writes);
+  }
+
+  /**
+   * Mark a task and its descendants canceled synchronously (a freed worker cannot start any of them
+   * meanwhile, however big the tree); the returned writes finish in the background together.
+   */
+  private cancelTree(id: string, writes: Promise<void>[]): void {
     const rec = this.tasks.get(id);
     if (!rec) return;
-    for (const child of this.childrenOf(id)) if (!DONE_STATES.has(child.state)) await this.cancel(child.id);
+    for (const childId of this.kids.get(id) ?? []) this.cancelTree(childId, writes);
     if (DONE_STATES.has(rec.state) || rec.state === S.CANCELING) return;
     const live = this.live.get(id);
     if (live) {
       rec.state = S.CANCELING;
       live.why = 'cancel';
-      this.save(rec);
+      writes.push(this.save(rec));
       live.ac.abort(new Error('canceled'));
       return;
     }
     this.dequeue(rec);
-    await this.finish(rec, S.CANCELED, 'canceled');
+    writes.push(this.finish(rec, S.CANCELED, 'canceled'));
   }
 
   /**
@@ -151,7 +194,9 @@ export class TaskManager {
     if (rec.state !== S.FAILED && rec.state !== S.CANCELED) return;
     rec.state = S.WAITING_RETRY;
     rec.error = '';
+    rec.status = initialStatus(rec.kind);
     rec.retry_count = 0;
+    rec.start_time = null;
     rec.end_time = null;
     rec.progress = 0;
     await this.save(rec);
@@ -160,14 +205,28 @@ export class TaskManager {
 
   /** Forget a task (cancelling it first when it is still running). */
   async remove(id: string): Promise<void> {
-    const rec = this.tasks.get(id);
-    if (!rec) return;
-    if (!DONE_STATES.has(rec.state)) await this.cancel(id);
-    const live = this.live.get(id);
-    if (live) await live.done;
-    this.tasks.delete(id);
-    this.lastSaved.delete(id);
-    await this.track(this.opts.store.tasks.delete(id).then(() => undefined));
+    await this.removeMany([id]);
+  }
+
+  /**
+   * Forget several tasks. The store deletes are issued together, so the store coalesces them into
+   * few writes (clear_done over thousands of tasks is one or two file writes, not one each).
+   */
+  async removeMany(ids: Iterable<string>): Promise<void> {
+    const gone: string[] = [];
+    for (const id of ids) {
+      const rec = this.tasks.get(id);
+      if (!rec) continue;
+      if (!DONE_STATES.has(rec.state)) await this.cancel(id);
+      const live = this.live.get(id);
+      if (live) await live.done;
+      if (this.tasks.get(id) !== rec) continue;
+      this.tasks.delete(id);
+      this.unlink(rec);
+      this.lastSaved.delete(id);
+      gone.push(id);
+    }
+    await Promise.all(gone.map((id) => this.track(this.opts.store.tasks.delete(id).then(() => undefined))));
   }
 
   /** Stop: running work is aborted and left unfinished in the store (the next start resumes it). */
@@ -187,7 +246,23 @@ export class TaskManager {
   }
 
   childrenOf(id: string): TaskRecord[] {
-    return [...this.tasks.values()].filter((r) => r.args.parent === id);
+    return [...(this.kids.get(id) ?? [])].map((k) => this.tasks.get(k)).filter((r): r is TaskRecord => r !== undefined);
+  }
+
+  private link(rec: TaskRecord): void {
+    const p = rec.args.parent;
+    if (typeof p !== 'string') return;
+    let set = this.kids.get(p);
+    if (!set) this.kids.set(p, (set = new Set()));
+    set.add(rec.id);
+  }
+
+  private unlink(rec: TaskRecord): void {
+    const p = rec.args.parent;
+    if (typeof p !== 'string') return;
+    const set = this.kids.get(p);
+    set?.delete(rec.id);
+    if (set && !set.size) this.kids.delete(p);
   }
 
   private dequeue(rec: TaskRecord): void {
@@ -204,7 +279,7 @@ export class TaskManager {
 
   private pump(kind: TaskKind): void {
     const pool = this.pools.get(kind)!;
-    while (!this.closed && !this.paused && pool.running < pool.limit && pool.queue.length) {
+    while (!this.closed && !this.paused && pool.running < this.limitOf(kind) && pool.queue.length) {
       const rec = this.tasks.get(pool.queue.shift()!);
       if (!rec || (rec.state !== S.PENDING && rec.state !== S.WAITING_RETRY && rec.state !== S.BEFORE_RETRY)) continue;
       pool.running++;
@@ -222,7 +297,7 @@ export class TaskManager {
     const live: Live = { ac, done: new Promise<void>((r) => (settle = r)) };
     this.live.set(rec.id, live);
     rec.state = S.RUNNING;
-    rec.start_time ??= new Date().toISOString();
+    rec.start_time = new Date().toISOString(); // AList sets it at each run (retries included)
     rec.error = '';
     this.save(rec);
     try {
@@ -236,7 +311,7 @@ export class TaskManager {
       if (live.why === 'shutdown') return; // left RUNNING in the store: resumed or failed at the next start
       const message = live.why === 'cancel' ? 'canceled' : errorText(e);
       if (live.why === 'cancel') await this.finish(rec, S.CANCELED, message);
-      else if (rec.retry_count < (this.opts.maxRetry?.[rec.kind as TaskKind] ?? KIND_DEFAULTS[rec.kind as TaskKind]?.maxRetry ?? 0)) {
+      else if (!isFatal(e) && rec.retry_count < (this.opts.maxRetry?.[rec.kind as TaskKind] ?? KIND_DEFAULTS[rec.kind as TaskKind]?.maxRetry ?? 0)) {
         rec.retry_count++;
         rec.state = S.WAITING_RETRY;
         rec.error = message;
@@ -298,7 +373,11 @@ export class TaskManager {
         Object.assign(rec.args, patch);
         this.save(rec);
       },
-      spawn: async (kind, name, args) => (await this.create(kind, creator, name, { ...args, ip, parent: rec.id })).id,
+      spawn: async (kind, name, args) => {
+        // A cancel that came while this task was spawning must not be outlived by new children.
+        signal.throwIfAborted();
+        return (await this.create(kind, creator, name, { ...args, ip, parent: rec.id })).id;
+      },
       children: () => this.childrenOf(rec.id).map((r) => structuredClone(r)),
     };
   }
@@ -328,6 +407,12 @@ export function toInfo(r: TaskRecord): TaskInfo {
     id: r.id, name: r.name, creator: r.creator, creator_role: r.creator_role, state: r.state, status: r.status,
     progress: r.progress, start_time: r.start_time, end_time: r.end_time, total_bytes: r.total_bytes, error: r.error,
   };
+}
+
+const initialStatus = (kind: string) => (kind === 'upload' ? 'uploading' : '');
+
+function isFatal(e: unknown): boolean {
+  return e instanceof FatalTaskError || (typeof e === 'object' && e !== null && (e as { fatal?: unknown }).fatal === true);
 }
 
 export function errorText(e: unknown): string {

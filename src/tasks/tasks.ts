@@ -13,7 +13,7 @@ import type { VfsApi } from '../vfs/types.js';
 import { copyRunner, startCopy } from './copy.js';
 import { TaskManager, type TaskManagerOptions } from './manager.js';
 import { Offline } from './offline/offline.js';
-import type { TaskInfo } from './types.js';
+import type { TaskInfo, TaskKind } from './types.js';
 import { Uploads } from './upload.js';
 
 export interface TasksOptions {
@@ -29,13 +29,30 @@ export interface TasksOptions {
   pollMs?: number;
 }
 
+/** AList's settings that set a kind's worker count (applied at once when changed). */
+export const THREADS_SETTING: Partial<Record<TaskKind, string>> = {
+  copy: 'copy_task_threads_num',
+  upload: 'upload_task_threads_num',
+  offline_download: 'offline_download_task_threads_num',
+  offline_download_transfer: 'offline_download_transfer_task_threads_num',
+};
+
 export class Tasks {
   readonly manager: TaskManager;
   readonly uploads: Uploads;
   readonly offline: Offline;
+  private unsubscribe?: () => void;
 
   private constructor(private readonly opts: TasksOptions) {
-    this.manager = new TaskManager({ store: opts.store, accounts: opts.accounts, log: opts.log, workers: opts.workers });
+    const { settings } = opts;
+    // Explicit `workers` (tests, embedding) win; otherwise the *_task_threads_num settings.
+    const limit = (kind: TaskKind) => {
+      const key = THREADS_SETTING[kind];
+      if (opts.workers?.[kind] !== undefined || !key) return undefined;
+      const n = settings.number(key);
+      return n >= 1 ? n : undefined;
+    };
+    this.manager = new TaskManager({ store: opts.store, accounts: opts.accounts, log: opts.log, workers: opts.workers, limit });
     this.uploads = new Uploads(this.manager, opts.vfs, opts.tempDir);
     this.offline = new Offline(this.manager, opts.vfs, opts.settings, hostJoin(opts.tempDir), opts.pollMs);
     this.manager.register('copy', copyRunner(opts.vfs));
@@ -50,6 +67,7 @@ export class Tasks {
     await t.uploads.sweep();
     await t.manager.start();
     await t.offline.sweep();
+    t.watchLimits();
     // Daemons may be down at start-up: find out in the background, never block start-up on them.
     void t.offline.initQuietly();
     return t;
@@ -60,7 +78,25 @@ export class Tasks {
     return startCopy(this.manager, this.opts.vfs, ctx, src, dst);
   }
 
+  /**
+   * Settings are read synchronously at each scheduling step, so a lowered limit holds back the next
+   * start at once; a raised one must start queued work without waiting for a running task to end,
+   * so every settings change compares the limits.
+   */
+  private watchLimits(): void {
+    const kinds = Object.keys(THREADS_SETTING) as TaskKind[];
+    let last = kinds.map((k) => this.manager.limitOf(k)).join();
+    const check = () => {
+      const now = kinds.map((k) => this.manager.limitOf(k)).join();
+      if (now === last) return;
+      last = now;
+      this.manager.refreshLimits();
+    };
+    this.unsubscribe = this.opts.settings.onChange(check);
+  }
+
   close(): Promise<void> {
+    this.unsubscribe?.();
     return this.manager.close();
   }
 }

@@ -3,6 +3,8 @@
  * carries the task (state 0, `uploading`), and a worker then puts the file through the VFS. The
  * temp file goes on every outcome. Not resumable: a restart fails the task (`interrupted by a
  * restart`) and removes its temp file, since the client has long been told "accepted".
+ * The task keeps the storage its folder resolved to at the request and fails (no retry) when the
+ * path no longer resolves to it (storage deleted meanwhile), rather than writing elsewhere.
  */
 import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
@@ -17,7 +19,7 @@ import type { TaskRecord } from '../store/types.js';
 import type { PutOptions, VfsApi } from '../vfs/types.js';
 import type { TaskManager } from './manager.js';
 import type { KindRunner, TaskInfo } from './types.js';
-import { fmtWhere, whereOf } from './where.js';
+import { fmtWhere, pinStorage, storagePin, whereOf } from './where.js';
 
 export interface UploadRequest {
   path: string;
@@ -42,6 +44,7 @@ export class Uploads {
       run: async (t) => {
         const a = t.args;
         const tmp = String(a.tmp);
+        await pinStorage(this.vfs, t.ctx, parent(String(a.path)), storagePin(a.storage), 'destination');
         const size = typeof a.size === 'number' ? a.size : undefined;
         const opts: PutOptions = {
           size,
@@ -88,7 +91,7 @@ export class Uploads {
     const p = ctx.principal;
     const name = `upload ${basename(req.path)} to ${fmtWhere(await whereOf(this.vfs, ctx, dir))}`;
     return this.tasks.create('upload', { id: p.userId, username: p.username, role: p.role }, name, {
-      path: req.path, tmp, size, modified: req.modified?.toISOString(), overwrite: req.overwrite !== false,
+      path: req.path, storage: { id: storage.id, mount: storage.mountPath }, tmp, size, modified: req.modified?.toISOString(), overwrite: req.overwrite !== false,
       hashes: req.hashes, ip: ctx.ip,
     });
   }

@@ -5,6 +5,7 @@
 import type { AccessContext } from '../auth/principal.js';
 import { join, relativeTo } from '../paths.js';
 import type { VfsApi } from '../vfs/types.js';
+import { FatalTaskError } from './manager.js';
 
 export interface Where {
   mount: string;
@@ -19,3 +20,29 @@ export async function whereOf(vfs: VfsApi, ctx: AccessContext, userPath: string)
 }
 
 export const fmtWhere = (w: Where) => `[${w.mount}](${w.inside})`;
+
+/** The storage a task's path resolved to when the task was made (kept in its args). */
+export interface StoragePin {
+  id: number;
+  mount: string;
+}
+
+export function storagePin(v: unknown): StoragePin | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const { id, mount } = v as Record<string, unknown>;
+  return typeof id === 'number' && typeof mount === 'string' ? { id, mount } : undefined;
+}
+
+/**
+ * The storage `userPath` resolves to now (undefined above all mounts). With `pin` (what it resolved
+ * to when the task was made): throws a FatalTaskError when it now resolves to another storage or
+ * none, i.e. the pinned one was deleted, disabled or remounted, so the task never writes into
+ * whatever storage serves the path now (e.g. the root storage).
+ */
+export async function pinStorage(vfs: VfsApi, ctx: AccessContext, userPath: string, pin: StoragePin | undefined, end: string): Promise<StoragePin | undefined> {
+  const s = await vfs.storageOf(ctx, userPath);
+  if (pin && (!s || s.id !== pin.id || s.mountPath !== pin.mount)) {
+    throw new FatalTaskError(`${end} storage [${pin.mount}] was deleted or changed`);
+  }
+  return s && { id: s.id, mount: s.mountPath };
+}
