@@ -108,9 +108,11 @@ describe.each(transports)('copyFileSpan into $name', ({ serve, request, body }) 
     expect(await settled).toBe('ok');
   });
 
-  it('stops with a premature close, not a hang, when the client goes away', async () => {
+  it('stops with an error, not a hang, when the client goes away', async () => {
     await exchange(port, request(0, DATA.length - 1), () => true); // hangs up at the first bytes
-    expect(await settled).toBe('ERR_STREAM_PREMATURE_CLOSE');
+    // Which error depends on timing: the socket is seen closed (premature close), or a write meets
+    // the peer's reset first (ECONNRESET, seen on a loaded machine). Either way the copy stops.
+    expect(['ERR_STREAM_PREMATURE_CLOSE', 'ECONNRESET', 'EPIPE']).toContain(await settled);
   });
 
   it('fails rather than pads when the file is shorter than the span', async () => {
