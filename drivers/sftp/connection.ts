@@ -2,6 +2,11 @@
  * One SSH connection and SFTP channel per storage, shared by every call. A dropped connection is
  * forgotten and the next call dials again; calls that fail because the connection died (not because
  * the server answered with an SFTP status) are retried once on a fresh connection.
+ *
+ * The SFTP channel can die while the SSH connection lives on (the server's sftp process killed):
+ * ssh2 then silently buffers every later request forever. So the channel's end/close/error, like
+ * the connection's, marks the pair dead: pending calls fail, the next call dials again. Every
+ * request made through `call` also has a deadline; an unanswered one drops the connection.
  */
 import { Client, type ConnectConfig, type SFTPWrapper } from 'ssh2';
 import type { Logger } from 'pino';
@@ -40,9 +45,56 @@ export function sftpError(e: unknown, path?: string): VfsError {
   return new VfsError('UPSTREAM', `sftp: ${(e as Error)?.message ?? 'failure'}`, { path, cause: e });
 }
 
-interface Live {
-  client: Client;
-  sftp: SFTPWrapper;
+/** How long one SFTP request may go unanswered (the WebDAV driver's idle timeout). */
+export const REQUEST_TIMEOUT_MS = 60_000;
+
+/** One SSH connection with its SFTP channel, and whether it still works. */
+class Live {
+  /** Why it stopped working; set once. */
+  dead?: Error;
+  private readonly onDeath = new Set<(e: Error) => void>();
+
+  constructor(readonly client: Client, readonly sftp: SFTPWrapper, private readonly timeout: () => number) {}
+
+  get timeoutMs(): number {
+    return this.timeout();
+  }
+
+  /** Mark dead (first reason wins), fail every waiter and close the connection. */
+  kill(reason: Error): void {
+    if (this.dead) return;
+    this.dead = reason;
+    const waiters = [...this.onDeath];
+    this.onDeath.clear();
+    for (const w of waiters) w(reason);
+    this.client.end();
+  }
+
+  /** Run `fn` when the pair dies (now, if it is dead); returns the unsubscribe function. */
+  whenDead(fn: (e: Error) => void): () => void {
+    if (this.dead) {
+      fn(this.dead);
+      return () => undefined;
+    }
+    this.onDeath.add(fn);
+    return () => this.onDeath.delete(fn);
+  }
+}
+
+const byChannel = new WeakMap<SFTPWrapper, Live>();
+
+/** A transport failure: the connection or channel went away (no SFTP status). */
+function lost(what: string): Error {
+  return Object.assign(new Error(what), { lost: true });
+}
+
+function isTimeout(e: unknown): boolean {
+  return (e as { timedOut?: unknown } | undefined)?.timedOut === true;
+}
+
+/** True when `e` says the connection (not the server's answer) failed. */
+export function isConnectionLost(e: unknown): boolean {
+  return (e as { lost?: unknown } | undefined)?.lost === true || isTimeout(e);
 }
 
 function connectError(e: unknown, p: SshParams): VfsError {
@@ -57,8 +109,17 @@ function connectError(e: unknown, p: SshParams): VfsError {
 export class SftpConnection {
   private live?: Promise<Live>;
   private closed = false;
+  /** Temporary files an upload could not remove because its connection died: removed on the next one. */
+  private readonly orphans = new Set<string>();
+  /** Deadline of one SFTP request (tests shorten it). */
+  requestTimeoutMs = REQUEST_TIMEOUT_MS;
 
   constructor(private readonly params: SshParams, private readonly log: Logger) {}
+
+  /** Remember a remote file to remove once a new connection is up. */
+  leave(remotePath: string): void {
+    this.orphans.add(remotePath);
+  }
 
   private dial(signal?: AbortSignal): Promise<Live> {
     const p = this.params;
@@ -82,12 +143,19 @@ export class SftpConnection {
       client.on('ready', () => {
         client.sftp((err, sftp) => {
           if (err) return fail(err);
-          // Pending requests fail through their callbacks; without a listener the channel's own
-          // error event on a dropped connection would crash the process.
-          sftp.on('error', (e: Error) => this.log.debug({ err: e }, 'sftp channel error'));
+          const live = new Live(client, sftp, () => this.requestTimeoutMs);
+          byChannel.set(sftp, live);
+          // The channel's error event needs a listener or it would crash the process.
+          sftp.on('error', (e: Error) => {
+            this.log.debug({ err: e }, 'sftp channel error');
+            live.kill(lost(`channel error: ${e.message}`));
+          });
+          for (const ev of ['end', 'close', 'exit'] as const) sftp.on(ev, () => live.kill(lost('channel closed')));
+          client.on('end', () => live.kill(lost('connection lost')));
+          client.on('close', () => live.kill(lost('connection lost')));
           done = true;
           signal?.removeEventListener('abort', onAbort);
-          resolve({ client, sftp });
+          resolve(live);
         });
       });
       const cfg: ConnectConfig = {
@@ -112,13 +180,26 @@ export class SftpConnection {
     if (!this.live) {
       const attempt = this.dial(signal);
       this.live = attempt;
-      attempt.then(({ client }) => {
-        const forget = () => { if (this.live === attempt) this.live = undefined; };
-        client.on('close', forget);
-        client.on('end', forget);
+      attempt.then((live) => {
+        live.whenDead((e) => {
+          if (this.live === attempt) this.live = undefined;
+          if (!this.closed) this.log.info({ err: e }, 'sftp connection lost');
+        });
+        this.removeOrphans(live);
       }, () => { if (this.live === attempt) this.live = undefined; });
     }
     return this.live;
+  }
+
+  /** Best effort, in the background: temporary files left by uploads cut off with their connection. */
+  private removeOrphans(live: Live): void {
+    for (const path of [...this.orphans]) {
+      this.orphans.delete(path);
+      call(live.sftp, (cb) => live.sftp.unlink(path, cb)).catch((e) => {
+        if (isConnectionLost(e)) this.orphans.add(path);
+        else if (sftpStatus(e) !== NO_SUCH_FILE) this.log.warn({ err: e, path }, 'sftp: cannot remove temporary file');
+      });
+    }
   }
 
   /**
@@ -134,10 +215,10 @@ export class SftpConnection {
         return await fn(live.sftp);
       } catch (e) {
         if (e instanceof VfsError || sftpStatus(e) !== undefined) throw sftpError(e, opts.path);
-        this.log.info({ err: e }, 'sftp connection lost');
-        live.client.end();
+        live.kill(e as Error);
         if (this.live === pending) this.live = undefined;
-        if (!opts.idempotent || attempt > 0 || opts.signal?.aborted) throw sftpError(e, opts.path);
+        // An unanswered request is not retried: the next one would likely wait as long.
+        if (isTimeout(e) || !opts.idempotent || attempt > 0 || opts.signal?.aborted) throw sftpError(e, opts.path);
       }
     }
   }
@@ -150,7 +231,42 @@ export class SftpConnection {
   }
 }
 
-/** Promisify one callback-style SFTP call. */
-export function call<T = void>(fn: (cb: (err: Error | null | undefined, v: T) => void) => void): Promise<T> {
-  return new Promise<T>((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
+/**
+ * Promisify one callback-style request on channel `s`. It fails at once when the channel is dead
+ * (ssh2 would buffer it forever), when the channel dies before the answer, and after the request
+ * deadline, which also drops the connection.
+ */
+export function call<T = void>(s: SFTPWrapper, fn: (cb: (err: Error | null | undefined, v: T) => void) => void): Promise<T> {
+  const live = byChannel.get(s);
+  return new Promise<T>((resolve, reject) => {
+    if (live?.dead) return reject(live.dead);
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    let off: (() => void) | undefined;
+    const settle = (err: unknown, v?: T) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      off?.();
+      if (err) reject(err);
+      else resolve(v as T);
+    };
+    if (live) timer = setTimeout(() => {
+      const e = Object.assign(new Error(`no answer from the server in ${live.timeoutMs / 1000} s`), { timedOut: true });
+      settle(e);
+      live.kill(e);
+    }, live.timeoutMs);
+    off = live?.whenDead((e) => settle(e));
+    fn((err, v) => settle(err, v));
+  });
+}
+
+/** Why channel `s` stopped working, if it did. */
+export function deadReason(s: SFTPWrapper): Error | undefined {
+  return byChannel.get(s)?.dead;
+}
+
+/** Run `fn` when channel `s` dies; returns the unsubscribe function. */
+export function whenDead(s: SFTPWrapper, fn: (e: Error) => void): () => void {
+  return byChannel.get(s)?.whenDead(fn) ?? (() => undefined);
 }

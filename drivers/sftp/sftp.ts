@@ -6,11 +6,58 @@ import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, tempName } from '../util/streams.js';
-import { call, parseAddress, SftpConnection, sftpError, sftpStatus } from './connection.js';
+import { call, deadReason, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
 import type { SftpOptions } from './index.js';
 
 const NO_SUCH_FILE = 2;
 const byName = (a: Obj, b: Obj) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name));
+
+/** WRITE requests in flight per upload, and bytes per request (at most the server's limit). */
+const WRITE_DEPTH = 16;
+const WRITE_CHUNK = 64 * 1024;
+
+/**
+ * Write `src` to `handle` from offset 0 with up to WRITE_DEPTH requests in flight (ssh2's
+ * createWriteStream waits for each WRITE's answer before sending the next). Waiting for a free
+ * slot is the backpressure on the source. Small chunks are gathered into full-size requests.
+ */
+async function writeAll(s: SFTPWrapper, handle: Buffer, src: AsyncIterable<Buffer>): Promise<void> {
+  // ssh2 learns the server's max-write-length (limits@openssh.com) but does not expose it publicly;
+  // it splits larger writes itself, one after the other, so staying under it keeps all in flight.
+  const known = (s as unknown as { _maxWriteLen?: unknown })._maxWriteLen;
+  const size = typeof known === 'number' && known > 0 ? Math.min(known, WRITE_CHUNK) : 32 * 1024;
+  const inflight = new Set<Promise<void>>();
+  let failed: { e: unknown } | undefined;
+  let pos = 0;
+  const send = async (buf: Buffer) => {
+    const p: Promise<void> = call(s, (cb) => s.write(handle, buf, 0, buf.length, pos, (err) => cb(err))).then(
+      () => { inflight.delete(p); },
+      (e: unknown) => { inflight.delete(p); failed ??= { e }; },
+    );
+    pos += buf.length;
+    inflight.add(p);
+    while (inflight.size >= WRITE_DEPTH && !failed) await Promise.race(inflight);
+    if (failed) throw failed.e;
+  };
+  let pending: Buffer[] = [];
+  let pendingLen = 0;
+  for await (const chunk of src) {
+    if (failed) throw failed.e;
+    pending.push(chunk);
+    pendingLen += chunk.length;
+    if (pendingLen < size) continue;
+    let all = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingLen);
+    while (all.length >= size) {
+      await send(all.subarray(0, size));
+      all = all.subarray(size);
+    }
+    pending = all.length ? [all] : [];
+    pendingLen = all.length;
+  }
+  if (pendingLen) await send(pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingLen));
+  while (inflight.size && !failed) await Promise.race(inflight);
+  if (failed) throw failed.e;
+}
 
 export class SftpDriver implements Driver {
   private readonly conn: SftpConnection;
@@ -45,7 +92,7 @@ export class SftpDriver implements Driver {
   /** stat that answers undefined for a missing path. */
   private async tryStat(path: string, signal?: AbortSignal): Promise<Stats | undefined> {
     try {
-      return await this.read(path, (s) => call<Stats>((cb) => s.stat(this.remote(path), cb)), signal);
+      return await this.read(path, (s) => call<Stats>(s, (cb) => s.stat(this.remote(path), cb)), signal);
     } catch (e) {
       if (e instanceof VfsError && e.code === 'NOT_FOUND') return undefined;
       throw e;
@@ -73,7 +120,7 @@ export class SftpDriver implements Driver {
     const remote = this.remote(dir.path);
     let entries;
     try {
-      entries = await this.read(dir.path, (s) => call<Array<{ filename: string; attrs: Stats }>>((cb) => s.readdir(remote, cb as never)), args.signal);
+      entries = await this.read(dir.path, (s) => call<Array<{ filename: string; attrs: Stats }>>(s, (cb) => s.readdir(remote, cb as never)), args.signal);
     } catch (e) {
       const st = await this.tryStat(dir.path, args.signal);
       if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dir.path });
@@ -89,7 +136,7 @@ export class SftpDriver implements Driver {
         continue;
       }
       try {
-        const target = await this.read(path, (s) => call<Stats>((cb) => s.stat(this.remote(path), cb)), args.signal);
+        const target = await this.read(path, (s) => call<Stats>(s, (cb) => s.stat(this.remote(path), cb)), args.signal);
         out.push(this.obj(path, target, target.isDirectory()));
       } catch (e) {
         if (!this.opts.ignore_symlink_error) throw new VfsError('UPSTREAM', `broken symlink ${path}`, { path, cause: e });
@@ -109,13 +156,17 @@ export class SftpDriver implements Driver {
       size: st.size,
       open: (range?: ByteRange, signal?: AbortSignal) => this.read(file.path, async (s) => {
         // Open first so a missing file fails here, not later inside the stream.
-        const handle = await call<Buffer>((cb) => s.open(remote, 'r', cb));
+        const handle = await call<Buffer>(s, (cb) => s.open(remote, 'r', cb));
         const rs = s.createReadStream(remote, { handle, start: range?.start, end: range?.end, highWaterMark: 256 * 1024, autoClose: true });
         // The handle is closed after the last byte; if the connection drops then, the late error
         // must not crash the process (readers have their own listeners for errors that matter).
         rs.on('error', () => undefined);
         const off = destroyOnAbort(rs, signal);
-        rs.once('close', off);
+        // A read issued on a dead channel would wait forever (ssh2 buffers it): fail the stream, and
+        // forget the handle, whose close could not be answered either.
+        const offDead = whenDead(s, (e) => { (rs as unknown as { handle: Buffer | null }).handle = null; rs.destroy(new VfsError('UPSTREAM', `sftp: ${e.message}`, { path: file.path, cause: e })); });
+        rs.once('close', () => { off(); offDead(); });
+        rs.once('error', offDead);
         return rs;
       }, signal),
     };
@@ -125,7 +176,7 @@ export class SftpDriver implements Driver {
     if (!parent.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path });
     const path = join(parent.path, validateName(name));
     try {
-      await this.write(path, (s) => call((cb) => s.mkdir(this.remote(path), cb)), args.signal);
+      await this.write(path, (s) => call(s, (cb) => s.mkdir(this.remote(path), cb)), args.signal);
     } catch (e) {
       if (await this.tryStat(path, args.signal)) throw new VfsError('EXISTS', undefined, { path, cause: e });
       const p = await this.tryStat(parent.path, args.signal);
@@ -139,13 +190,13 @@ export class SftpDriver implements Driver {
   /** Rename with replace: OpenSSH's posix-rename when offered, else remove then rename. */
   private async replace(s: SFTPWrapper, from: string, to: string): Promise<void> {
     try {
-      await call((cb) => s.ext_openssh_rename(from, to, cb));
+      await call(s, (cb) => s.ext_openssh_rename(from, to, cb));
       return;
     } catch (e) {
       if (sftpStatus(e) !== undefined) throw e; // the server has the extension and refused
     }
-    await call((cb) => s.unlink(to, cb)).catch((e) => { if (sftpStatus(e) !== NO_SUCH_FILE) throw e; });
-    await call((cb) => s.rename(from, to, cb));
+    await call(s, (cb) => s.unlink(to, cb)).catch((e) => { if (sftpStatus(e) !== NO_SUCH_FILE) throw e; });
+    await call(s, (cb) => s.rename(from, to, cb));
   }
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
@@ -154,22 +205,32 @@ export class SftpDriver implements Driver {
     if ((await this.tryStat(path, args.signal))?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path });
     const tmp = join(dstDir.path, tempName(args.name));
     await this.write(path, async (s) => {
+      const remoteTmp = this.remote(tmp);
+      let handle: Buffer | undefined;
       try {
-        const ws = s.createWriteStream(this.remote(tmp));
-        const closed = new Promise((r) => ws.once('close', r));
-        await pipeline(stream, counter(args.size, args.onProgress), ws, { signal: args.signal });
-        ws.on('error', () => undefined); // a late close error surfaces through the rename below
-        await closed; // the handle is closed (all writes acknowledged) before the name appears
+        handle = await call<Buffer>(s, (cb) => s.open(remoteTmp, 'w', cb));
+        const h = handle;
+        await pipeline(stream, counter(args.size, args.onProgress), (src: AsyncIterable<Buffer>) => writeAll(s, h, src), { signal: args.signal });
+        handle = undefined;
+        await call(s, (cb) => s.close(h, cb)); // every write is acknowledged before the name appears
         // noReplace: the protocol's plain RENAME, which fails when the name is taken (OpenSSH links).
-        if (args.noReplace) await call((cb) => s.rename(this.remote(tmp), this.remote(path), cb)).catch(async (e) => {
+        if (args.noReplace) await call(s, (cb) => s.rename(remoteTmp, this.remote(path), cb)).catch(async (e) => {
           throw (await this.tryStat(path, args.signal)) ? new VfsError('EXISTS', 'file exists', { path }) : e;
         });
-        else await this.replace(s, this.remote(tmp), this.remote(path));
+        else await this.replace(s, remoteTmp, this.remote(path));
       } catch (e) {
         stream.destroy();
-        await call((cb) => s.unlink(this.remote(tmp), cb)).catch(() => undefined);
+        const h = handle;
+        if (h) await call(s, (cb) => s.close(h, cb)).catch(() => undefined);
+        await call(s, (cb) => s.unlink(remoteTmp, cb)).catch((err) => {
+          // The connection is gone: remove the temporary file once there is a new one.
+          if (isConnectionLost(err)) this.conn.leave(remoteTmp);
+        });
         if (args.signal?.aborted) throw abortError(args.signal);
-        // A failing source is not a dead connection: wrap it so the connection is kept.
+        // A dead connection is rethrown as a transport error, so run() drops it; a failing source keeps it.
+        if (isConnectionLost(e)) throw e;
+        const dead = deadReason(s);
+        if (dead) throw dead;
         throw e instanceof VfsError || sftpStatus(e) !== undefined ? sftpError(e, path) : new VfsError('UPSTREAM', 'upload failed', { path, cause: e });
       }
       if (args.modified) await this.setTimes(s, path, args.modified);
@@ -179,7 +240,7 @@ export class SftpDriver implements Driver {
 
   private async setTimes(s: SFTPWrapper, path: string, modified: Date): Promise<void> {
     const secs = Math.floor(modified.getTime() / 1000);
-    await call((cb) => s.utimes(this.remote(path), secs, secs, cb));
+    await call(s, (cb) => s.utimes(this.remote(path), secs, secs, cb));
   }
 
   async setModified(obj: Obj, modified: Date, args: CallArgs): Promise<void> {
@@ -189,7 +250,7 @@ export class SftpDriver implements Driver {
   private async moveTo(obj: Obj, dst: string, signal?: AbortSignal): Promise<Obj> {
     if (obj.isDir && isWithin(obj.path, dst)) throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
     if (await this.tryStat(dst, signal)) throw new VfsError('EXISTS', `file [${basename(dst)}] exists`, { path: dst });
-    await this.write(obj.path, (s) => call((cb) => s.rename(this.remote(obj.path), this.remote(dst), cb)), signal);
+    await this.write(obj.path, (s) => call(s, (cb) => s.rename(this.remote(obj.path), this.remote(dst), cb)), signal);
     return this.get(dst, { signal });
   }
 
@@ -225,10 +286,10 @@ export class SftpDriver implements Driver {
   }
 
   async remove(obj: Obj, args: RemoveArgs): Promise<void> {
-    const st = await this.read(obj.path, (s) => call<Stats>((cb) => s.lstat(this.remote(obj.path), cb)), args.signal);
+    const st = await this.read(obj.path, (s) => call<Stats>(s, (cb) => s.lstat(this.remote(obj.path), cb)), args.signal);
     const remote = this.remote(obj.path);
     if (!st.isDirectory()) {
-      await this.write(obj.path, (s) => call((cb) => s.unlink(remote, cb)), args.signal);
+      await this.write(obj.path, (s) => call(s, (cb) => s.unlink(remote, cb)), args.signal);
       return;
     }
     const dir = this.obj(obj.path, st, true);
@@ -236,12 +297,12 @@ export class SftpDriver implements Driver {
     // onlyEmpty: READDIR shows every entry; the server's rmdir refuses a folder filled meanwhile.
     if (args.onlyEmpty && children.length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
     for (const child of children) await this.remove(child, args);
-    await this.write(obj.path, (s) => call((cb) => s.rmdir(remote, cb)), args.signal);
+    await this.write(obj.path, (s) => call(s, (cb) => s.rmdir(remote, cb)), args.signal);
   }
 
   async usage(args: CallArgs): Promise<{ total: number; free: number; used: number }> {
     type Vfs = { f_frsize: number; f_blocks: number; f_bfree: number; f_bavail: number };
-    const v = await this.read('/', (s) => call<Vfs>((cb) => s.ext_openssh_statvfs(this.root, cb as never)), args.signal);
+    const v = await this.read('/', (s) => call<Vfs>(s, (cb) => s.ext_openssh_statvfs(this.root, cb as never)), args.signal);
     return { total: v.f_blocks * v.f_frsize, free: v.f_bavail * v.f_frsize, used: (v.f_blocks - v.f_bfree) * v.f_frsize };
   }
 }
