@@ -58,6 +58,27 @@ describe('FTP driver against vsftpd', () => {
       await proxy.close();
     }
   });
+
+  it('ISO-8859-1: names the encoding cannot carry are INVALID (put, mkdir, rename, move), never mangled', async () => {
+    const d = await def.create(optionsFor({ encoding: 'ISO-8859-1' }), { log, dataDir: '/x' }) as Required<Driver>;
+    try {
+      await d.init(AbortSignal.timeout(10_000));
+      const dir = (await d.mkdir(rootObj, 'latin1-case', NO_ARGS))!;
+      const body = () => Readable.from([Buffer.from('x')]);
+      expect(await codeOf(d.put(dir, body(), { name: '漢.txt', size: 1 }))).toBe('INVALID');
+      expect(await codeOf(d.put(dir, body(), { name: '氢.txt', size: 1 }))).toBe('INVALID');
+      expect(await codeOf(d.mkdir(dir, '漢', NO_ARGS))).toBe('INVALID');
+      await d.put(dir, body(), { name: 'café.txt', size: 1 }); // Latin-1 itself round-trips
+      const file = await d.get('/latin1-case/café.txt', NO_ARGS);
+      expect(await codeOf(d.rename(file, '氢.txt', NO_ARGS))).toBe('INVALID');
+      const sub = (await d.mkdir(dir, 'sub', NO_ARGS))!;
+      expect(await codeOf(d.move({ ...file, name: '漢.txt', path: '/latin1-case/漢.txt' }, sub, NO_ARGS))).toBe('INVALID');
+      expect(await names(d, '/latin1-case')).toEqual(['café.txt', 'sub']);
+      await d.remove(dir, NO_ARGS);
+    } finally {
+      await d.drop();
+    }
+  });
 });
 
 it('parses LIST dates', () => {

@@ -7,7 +7,7 @@ import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, Re
 import { counter, destroyOnAbort, tempName } from '../util/streams.js';
 import type { FtpOptions } from './index.js';
 import { parseListDate } from './list-date.js';
-import { ftpError, FtpSession, nodeEncoding, parseAddress } from './session.js';
+import { encodableName, ftpError, FtpSession, nodeEncoding, parseAddress } from './session.js';
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 const ftpTime = (d: Date) => `${d.getUTCFullYear()}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}`;
@@ -35,11 +35,18 @@ async function fileSize(c: Client, remote: string): Promise<number | undefined> 
 export class FtpDriver implements Driver {
   private readonly session: FtpSession;
   private readonly root: string;
+  private readonly encoding: BufferEncoding;
 
   constructor(private readonly opts: FtpOptions, private readonly ctx: DriverContext) {
     const { host, port } = parseAddress(opts.address);
-    this.session = new FtpSession({ host, port, user: opts.username, password: opts.password, encoding: nodeEncoding(opts.encoding) }, ctx.log);
+    this.encoding = nodeEncoding(opts.encoding);
+    this.session = new FtpSession({ host, port, user: opts.username, password: opts.password, encoding: this.encoding }, ctx.log);
     this.root = posix.normalize('/' + (opts.root_folder_path || '/'));
+  }
+
+  /** A new entry's name: valid, and representable in the configured encoding (else INVALID). */
+  private newName(name: string): string {
+    return encodableName(validateName(name), this.encoding);
   }
 
   private remote(path: string): string {
@@ -143,7 +150,7 @@ export class FtpDriver implements Driver {
 
   async mkdir(parent: Obj, name: string, args: CallArgs): Promise<Obj> {
     if (!parent.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path });
-    const path = join(parent.path, validateName(name));
+    const path = join(parent.path, this.newName(name));
     const remote = this.remote(path);
     await this.session.run(async (c) => {
       if ((await isDir(c, remote)) || (await fileSize(c, remote)) !== undefined) throw new VfsError('EXISTS', undefined, { path });
@@ -154,7 +161,7 @@ export class FtpDriver implements Driver {
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
     if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
-    const path = join(dstDir.path, validateName(args.name));
+    const path = join(dstDir.path, this.newName(args.name));
     const remote = this.remote(path);
     const tmp = this.remote(join(dstDir.path, tempName(args.name)));
     const count = counter(args.size, args.onProgress);
@@ -207,13 +214,13 @@ export class FtpDriver implements Driver {
     return { ...obj, name: basename(dst), path: dst };
   }
 
-  rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
-    return this.moveTo(obj, join(segments(obj.path).slice(0, -1).join('/'), validateName(newName)), args.signal);
+  async rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
+    return this.moveTo(obj, join(segments(obj.path).slice(0, -1).join('/'), this.newName(newName)), args.signal);
   }
 
-  move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
+  async move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
     if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
-    return this.moveTo(obj, join(dstDir.path, obj.name), args.signal);
+    return this.moveTo(obj, join(dstDir.path, this.newName(obj.name)), args.signal);
   }
 
   async remove(obj: Obj, args: RemoveArgs): Promise<void> {

@@ -34,6 +34,17 @@ export function nodeEncoding(name: string): BufferEncoding {
   return enc;
 }
 
+/**
+ * `name` itself when the connection's encoding can carry it, else INVALID: latin1 and ascii would
+ * send other bytes (`漢` and `氢` both become `"`), landing under a wrong name or over another file.
+ */
+export function encodableName(name: string, encoding: BufferEncoding): string {
+  if (Buffer.from(name, encoding).toString(encoding) !== name) {
+    throw new VfsError('INVALID', `name ${JSON.stringify(name)} cannot be written in this FTP storage's encoding (${encoding})`);
+  }
+  return name;
+}
+
 export function ftpError(e: unknown, path?: string): VfsError {
   if (e instanceof VfsError) return e;
   if (e instanceof FTPError) {

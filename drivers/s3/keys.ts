@@ -51,6 +51,7 @@ export function s3Error(e: unknown, path?: string, bucket?: string): VfsError {
   if (['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'Forbidden'].includes(name) || status === 403) {
     return new VfsError('UPSTREAM', `access denied by S3 (${name || status}): check access_key_id and secret_access_key`, { path, cause: e });
   }
+  if (name === 'TimeoutError') return new VfsError('UPSTREAM', `S3 endpoint timed out: ${err.message ?? ''}`.trim(), { path, cause: e });
   const code = (e as NodeJS.ErrnoException).code;
   if (code) return new VfsError('UPSTREAM', `cannot reach S3 endpoint: ${code}`, { path, cause: e });
   return new VfsError('UPSTREAM', `S3 error: ${name || err.message || 'unknown'}`, { path, cause: e });

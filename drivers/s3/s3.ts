@@ -20,6 +20,18 @@ const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 /** AList's placeholder name when the option is empty; such objects are hidden from listings. */
 const ALIST_PLACEHOLDER = '.placeholder';
 
+/**
+ * HTTP timeouts of every S3 request (@smithy/node-http-handler 4.x). `idleMs` is the socket idle
+ * timeout (socketTimeout: no byte either way for that long, while sending the body, waiting for the
+ * answer or reading it), so a transfer that keeps moving is never cut. The handler's requestTimeout
+ * is not an idle timeout but a wall-clock deadline up to the response headers, and also how long a
+ * part waits for `100 Continue` before sending its body anyway: 0 (none) keeps that wait at 6 s and
+ * never cuts a slow part; throwOnRequestTimeout makes any such deadline an error, not a warning.
+ * The SDK retries a timed-out request (maxAttempts 3): a stalled endpoint fails as UPSTREAM after
+ * ~3 × idleMs (~90 s). Mutable only so tests can shorten them; read when a client is made.
+ */
+export const S3_TIMEOUTS = { connectMs: 10_000, idleMs: 30_000, requestMs: 0 };
+
 function withScheme(endpoint: string): string {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint) ? endpoint : `https://${endpoint}`;
 }
@@ -51,8 +63,13 @@ export class S3Driver implements Driver {
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,
-      // TLS is verified by default (Node's agent); a dead endpoint fails fast instead of hanging.
-      requestHandler: { connectionTimeout: 10_000, requestTimeout: 120_000 },
+      // TLS is verified by default (Node's agent); a dead or stalled endpoint fails instead of hanging.
+      requestHandler: {
+        connectionTimeout: S3_TIMEOUTS.connectMs,
+        socketTimeout: S3_TIMEOUTS.idleMs,
+        requestTimeout: S3_TIMEOUTS.requestMs,
+        throwOnRequestTimeout: true,
+      },
     });
   }
 

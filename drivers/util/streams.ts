@@ -60,7 +60,23 @@ export function slice(offset: number, start: number, end?: number): Transform {
   });
 }
 
-/** A short random suffix for temporary upload names. */
+/** The longest prefix of `s` that is at most `max` bytes in UTF-8, never splitting a character. */
+export function utf8Prefix(s: string, max: number): string {
+  let bytes = 0;
+  let units = 0;
+  for (const ch of s) { // whole code points: a surrogate pair is never split
+    bytes += Buffer.byteLength(ch);
+    if (bytes > max) break;
+    units += ch.length;
+  }
+  return s.slice(0, units);
+}
+
+/**
+ * A hidden temporary name for an upload of `name`, with a short random suffix: the name is cut to
+ * 100 UTF-8 bytes (not characters), so the whole temp name stays well within the usual 255-byte
+ * limit for a file name, whatever script the name is in.
+ */
 export function tempName(name: string): string {
-  return `.${name.slice(0, 100)}.tg-${Math.random().toString(36).slice(2, 10)}.tmp`;
+  return `.${utf8Prefix(name, 100)}.tg-${Math.random().toString(36).slice(2, 10)}.tmp`;
 }

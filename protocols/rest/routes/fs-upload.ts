@@ -8,7 +8,7 @@
  * carries the upload task in its initial state (state 0, `uploading`, progress 0, spec §3) and a
  * worker puts the file; the task is listed under /api/task/upload.
  */
-import type { Readable } from 'node:stream';
+import type { PassThrough, Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Busboy from 'busboy';
 import type { AccessContext } from '../../../src/auth/principal.js';
@@ -19,6 +19,7 @@ import type { TaskInfo } from '../../../src/tasks/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
 import { utf8Header } from '../../header-text.js';
+import { uploadBody } from '../../upload-body.js';
 import { ApiError, ok } from '../envelope.js';
 import { taskJson } from './tasks.js';
 
@@ -150,12 +151,15 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 
   app.put('/api/fs/put', async (req, reply) => {
+    let body: PassThrough | undefined;
     try {
       const h = uploadHeaders(req, true);
       const ctx = uploadContext(req, reply);
-      const done = await putBody(core, ctx, h, req.raw, false);
+      body = uploadBody(req.raw);
+      const done = await putBody(core, ctx, h, body, false);
       return h.asTask ? ok({ task: taskJson(done as TaskInfo) }) : ok();
     } catch (e) {
+      body?.destroy(); // unpiped from the request (see upload-body.ts), which is then drained
       drain(req);
       throw e;
     }

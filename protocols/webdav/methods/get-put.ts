@@ -11,7 +11,7 @@ import { blockingLocks, checkPreconditions, checkWrite, conditional, hasPrecondi
 import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
-import { uploadBody } from '../upload-body.js';
+import { uploadBody } from '../../upload-body.js';
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -137,6 +137,9 @@ export async function put(dav: Dav): Promise<void> {
   // parents: false — a missing parent is NOT_A_DIR, which is WebDAV's 409 (errors.ts).
   const entry = await dav.deps.vfs.put(dav.ctx, dav.path, body, {
     size, modified: mtime, overwrite: true, parents: false, onTarget: (e) => (existed = e),
+  }).catch((e: unknown) => {
+    body.destroy(); // unpiped from the request, which the handler then drains (see upload-body.ts)
+    throw e;
   });
   const headers: Record<string, string> = { ETag: etagOf(entry) };
   if (mtime) headers['X-OC-MTime'] = 'accepted';
