@@ -3,25 +3,20 @@
  * CLI as real processes (like contract.test.ts): the store keeps one writer while a server runs, and
  * a bad store.json is refused with a message naming it, never reset or overwritten.
  */
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cliEnv, runCli, startServerProcess, type ServerProcess } from './clients/process.js';
+import { cliEnv, runCli, startServerProcess, tempDataDirs, type ServerProcess } from './clients/process.js';
 import { PERM } from '../src/auth/principal.js';
 
-const dirs: string[] = [];
 const procs: ServerProcess[] = [];
 
-async function tempData(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'treegate-admin-cli-'));
-  dirs.push(d);
-  return join(d, 'data');
-}
+const dataDirs = tempDataDirs('treegate-admin-cli-');
+const tempData = () => dataDirs.next();
 
 afterEach(async () => {
   for (const p of procs.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  await dataDirs.cleanup();
 });
 
 async function login(port: number, username: string, password: string): Promise<{ code: number; data?: { token: string } }> {

@@ -2,20 +2,15 @@
  * The runtime contract (../shared/docs/contract.md), checked against the built CLI as a real process:
  * first start, ready line, /ping, config precedence, CLI commands, graceful stop, file modes.
  */
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cliEnv, freePort, runCli, startServerProcess, type ServerProcess } from './clients/process.js';
+import { cliEnv, freePort, runCli, startServerProcess, tempDataDirs, type ServerProcess } from './clients/process.js';
 
-const dirs: string[] = [];
 const procs: ServerProcess[] = [];
 
-async function tempData(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'treegate-contract-'));
-  dirs.push(d);
-  return join(d, 'data');
-}
+const dataDirs = tempDataDirs('treegate-contract-');
+const tempData = () => dataDirs.next();
 
 async function stop(p: ServerProcess): Promise<number | null> {
   p.child.kill('SIGTERM');
@@ -33,7 +28,7 @@ async function login(port: number, username: string, password: string): Promise<
 
 afterEach(async () => {
   for (const p of procs.splice(0)) if (p.child.exitCode === null) p.child.kill('SIGKILL');
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  await dataDirs.cleanup();
 });
 
 describe('first start and ready', () => {
@@ -115,7 +110,6 @@ describe('configuration precedence: flag > env > config file > default', () => {
     const envData = await tempData();
     const altPort = await freePort();
     const alt = join(flagData + '-alt.json');
-    dirs.push(alt);
     await writeFile(alt, JSON.stringify({ http: { port: altPort }, sftp: { enable: false } }));
     const env = cliEnv({ TREEGATE_DATA: envData });
     delete env.TREEGATE_HTTP_PORT;

@@ -3,8 +3,7 @@
  * changed (over REST or by another process, as `treegate admin set` does) ends the connection;
  * other permission or base_path changes apply to its next request while it stays open.
  */
-import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -4,20 +4,14 @@
  * everything before the first start, and a SIGTERM during start-up is a clean stop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CLI, cliEnv } from './clients/process.js';
+import { CLI, cliEnv, tempDataDirs } from './clients/process.js';
 
-const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
-async function tempData(): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), 'treegate-startup-'));
-  dirs.push(d);
-  return join(d, 'data');
-}
+const dataDirs = tempDataDirs('treegate-startup-');
+const tempData = () => dataDirs.next();
 
 interface Launched {
   child: ChildProcess;
@@ -62,7 +56,7 @@ async function waitFor(cond: () => boolean, what: () => string, ms = 30_000): Pr
 
 afterEach(async () => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  for (const d of dirs.splice(0)) await rm(d, { recursive: true, force: true });
+  await dataDirs.cleanup();
 });
 
 describe('start-up', () => {

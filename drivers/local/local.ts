@@ -4,7 +4,7 @@ import * as nodePath from 'node:path';
 import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, normalize, parent, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
+import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
 import { listHostDir, TEMP_PREFIX } from './listing.js';
 import { putFile } from './put-file.js';

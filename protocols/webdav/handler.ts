@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import type { Core } from '../../src/core.js';
 import { accessLogger } from '../../src/log.js';
 import { INSTANCE_HEADER } from '../../drivers/types.js';
-import { authenticate, CHALLENGE } from './auth.js';
+import { authenticate } from './auth.js';
 import { DeadProps } from './dead-props.js';
 import { DavError, statusOf } from './errors.js';
 import { followTree } from './follow-changes.js';

@@ -11,7 +11,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { VfsError } from '../errors.js';
 import { AtomicJsonFile } from './atomic-file.js';
 import { migrate, validate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
-import { claimOwner, isAlive, REQUEST_RE, resultName, writeAtomic } from './owner.js';
+import { claimOwner, isAlive, REQUEST_RE, resultName } from './owner.js';
 import type { KvRepo, Repo, RevocationRepo, SettingRepo, Store, TaskRepo } from './store.js';
 import type { TaskRecord } from './types.js';
 
@@ -146,7 +146,7 @@ export class JsonStore implements Store {
       } catch (e) {
         answer = { ok: false, error: e instanceof Error ? e.message : String(e) };
       }
-      await writeAtomic(join(dirname(this.file), resultName(m[1]!)), JSON.stringify(answer)).catch(() => undefined);
+      await new AtomicJsonFile<object>(join(dirname(this.file), resultName(m[1]!))).write(answer).catch(() => undefined);
     } finally {
       this.taking.delete(name);
     }

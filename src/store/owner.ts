@@ -6,8 +6,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { AtomicJsonFile } from './atomic-file.js';
 
 export const OWNER_FILE = 'server.pid';
 /** `control-<uuid>.request` (from the CLI) and `control-<uuid>.result` (the server's answer). */
@@ -71,7 +72,7 @@ export async function claimOwner(dataDir: string): Promise<() => Promise<void>> 
   const st = procStat(process.pid);
   const marker: OwnerMarker = { pid: process.pid, start: typeof st === 'object' && st ? st.start : null, instance: randomUUID() };
   const file = join(dataDir, OWNER_FILE);
-  await writeAtomic(file, JSON.stringify(marker) + '\n');
+  await new AtomicJsonFile<OwnerMarker>(file).write(marker);
   return async () => {
     try {
       const now = JSON.parse(await readFile(file, 'utf8')) as OwnerMarker;
@@ -80,18 +81,6 @@ export async function claimOwner(dataDir: string): Promise<() => Promise<void>> 
       // gone or replaced: not ours to remove
     }
   };
-}
-
-/** Write a small file (mode 0600) under a temp name, then rename it into place. */
-export async function writeAtomic(file: string, text: string): Promise<void> {
-  const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(tmp, text, { mode: 0o600, flag: 'wx' });
-  try {
-    await rename(tmp, file);
-  } catch (e) {
-    await rm(tmp, { force: true });
-    throw e;
-  }
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -104,7 +93,7 @@ export async function submitRequest(dataDir: string, owner: OwnerMarker, body: o
   const id = randomUUID();
   const req = join(dataDir, requestName(id));
   const res = join(dataDir, resultName(id));
-  await writeAtomic(req, JSON.stringify(body));
+  await new AtomicJsonFile<object>(req).write(body);
   const deadline = Date.now() + timeoutMs;
   let taken = false;
   for (;;) {

@@ -3,8 +3,10 @@
  * operator or systemd would, and wait for its ready line.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { resolve } from 'node:path';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 
 export const CLI = resolve(import.meta.dirname, '../../dist/src/cli.js');
 
@@ -76,4 +78,22 @@ export function freePort(): Promise<number> {
       s.close(() => res(port));
     });
   });
+}
+
+/**
+ * Data dirs for the tests of one file: each `next()` is `data` inside a new temp folder (not created,
+ * as on a first start); `cleanup()` removes every folder handed out so far.
+ */
+export function tempDataDirs(prefix: string): { next(): Promise<string>; cleanup(): Promise<void> } {
+  const made: string[] = [];
+  return {
+    async next() {
+      const d = await mkdtemp(join(tmpdir(), prefix));
+      made.push(d);
+      return join(d, 'data');
+    },
+    async cleanup() {
+      for (const d of made.splice(0)) await rm(d, { recursive: true, force: true });
+    },
+  };
 }
