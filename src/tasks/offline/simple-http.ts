@@ -69,25 +69,32 @@ function guardedGet(guard: SsrfGuard, url: URL, signal: AbortSignal, idleMs: num
 }
 
 /**
- * For tools that follow redirects themselves (aria2, qBittorrent): follow an http(s) URL's
- * redirects here, every hop checked and dialled through the guard, reading only the headers (GET,
- * as some servers refuse HEAD; the body is dropped), and answer the final URL. A final status
- * >= 400 is left for the tool to report; a hop to another scheme ends the walk at that URL.
+ * GET `start`, following redirects, every hop checked and dialled through the guard: the first
+ * answer that is not a redirect (unread), or no answer when a redirect leaves http(s).
  */
-export async function resolveRedirects(guard: SsrfGuard, start: URL, signal: AbortSignal, idleMs = 30_000): Promise<URL> {
+async function follow(guard: SsrfGuard, start: URL, signal: AbortSignal, idleMs: number): Promise<{ url: URL; res?: IncomingMessage }> {
   let url = start;
   for (let hop = 0; hop <= MAX_HOPS; hop++) {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      await guard.checkUrl(url);
-      return url;
-    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return { url };
     const res = await guardedGet(guard, url, signal, idleMs);
-    res.destroy(); // headers are all we need
-    const status = res.statusCode ?? 0;
-    if (!REDIRECTS.has(status) || !res.headers.location) return url;
+    if (!REDIRECTS.has(res.statusCode ?? 0) || !res.headers.location) return { url, res };
+    res.resume();
     url = new URL(res.headers.location, url);
   }
   throw new Error('too many redirects');
+}
+
+/**
+ * For tools that follow redirects themselves (aria2, qBittorrent): follow an http(s) URL's
+ * redirects here, reading only the headers (GET, as some servers refuse HEAD; the body is dropped),
+ * and answer the final URL. A final status >= 400 is left for the tool to report; a hop to another
+ * scheme ends the walk at that URL, which is checked too.
+ */
+export async function resolveRedirects(guard: SsrfGuard, start: URL, signal: AbortSignal, idleMs = 30_000): Promise<URL> {
+  const { url, res } = await follow(guard, start, signal, idleMs);
+  if (res) res.destroy(); // headers are all we need
+  else await guard.checkUrl(url);
+  return url;
 }
 
 export class SimpleHttpTool implements OfflineTool {
@@ -104,29 +111,15 @@ export class SimpleHttpTool implements OfflineTool {
     return 'ok';
   }
 
-  private get(url: URL, signal: AbortSignal): Promise<IncomingMessage> {
-    return guardedGet(this.guard, url, signal, this.idleMs);
-  }
-
   async download(job: DownloadJob): Promise<void> {
-    let url = job.url;
-    for (let hop = 0; hop <= MAX_HOPS; hop++) {
-      if (!this.schemes.includes(url.protocol)) throw new Error(`unsupported URL scheme ${url.protocol}`);
-      const res = await this.get(url, job.signal);
-      const status = res.statusCode ?? 0;
-      if (REDIRECTS.has(status) && res.headers.location) {
-        res.resume();
-        url = new URL(res.headers.location, url);
-        continue;
-      }
-      if (status >= 400) {
-        res.resume();
-        throw new Error(`http status code ${status}`);
-      }
-      await this.save(job, url, res);
-      return;
+    const { url, res } = await follow(this.guard, job.url, job.signal, this.idleMs);
+    if (!res) throw new Error(`unsupported URL scheme ${url.protocol}`);
+    const status = res.statusCode ?? 0;
+    if (status >= 400) {
+      res.resume();
+      throw new Error(`http status code ${status}`);
     }
-    throw new Error('too many redirects');
+    await this.save(job, url, res);
   }
 
   private async save(job: DownloadJob, url: URL, res: IncomingMessage): Promise<void> {
