@@ -55,6 +55,16 @@ describe('PUT with Content-Range', () => {
   });
 });
 
+describe('PUT to a URL ending in /', () => {
+  it('is 409 and creates nothing, whether the name exists or not', async () => {
+    expect((await dav('PUT', '/slash/', { body: 'x' })).status).toBe(409);
+    expect((await dav('GET', '/slash')).status).toBe(404);
+    expect((await dav('PUT', '/slash-file.txt', { body: 'keep' })).status).toBe(201);
+    expect((await dav('PUT', '/slash-file.txt/?a=1', { body: 'bad' })).status).toBe(409);
+    expect((await dav('GET', '/slash-file.txt')).body).toBe('keep');
+  });
+});
+
 describe('HTTP preconditions on writes', () => {
   it('PUT honours If-Match, If-None-Match and If-Unmodified-Since', async () => {
     expect((await dav('PUT', '/pc.txt', { body: 'one', headers: { 'X-OC-Mtime': '1700000000' } })).status).toBe(201);

@@ -127,6 +127,9 @@ async function preflight(dav: Dav): Promise<void> {
 export async function put(dav: Dav): Promise<void> {
   // No partial PUT here: RFC 9110 §14.4 wants a 400 rather than the fragment stored as the whole file.
   if (dav.req.headers['content-range'] !== undefined) throw new DavError(400, 'PUT with Content-Range is not supported');
+  // `x/` names a collection: storing a file as `x` would answer a request the client did not make
+  // (nginx's dav module answers 409 the same way).
+  if ((dav.req.url ?? '').split('?', 1)[0]!.endsWith('/')) throw new DavError(409, 'cannot PUT to a collection');
   await preflight(dav);
   const mtimeHeader = dav.req.headers['x-oc-mtime'];
   const mtime = typeof mtimeHeader === 'string' && /^\d+(\.\d+)?$/.test(mtimeHeader) ? new Date(Number(mtimeHeader) * 1000) : undefined;
