@@ -164,14 +164,29 @@ describe('SPA fallback', () => {
       ['POST', '/api/fs/archive/meta', 500],
       ['POST', '/api/admin/message/get', 500],
     ];
+    const admin = { authorization: await srv.login() };
     for (const [method, p, code] of cases) {
-      const r = await raw(srv.url, p, method);
+      const r = await raw(srv.url, p, method, admin);
       const body = JSON.parse(r.body) as { code: number; message: string };
       expect(body.code, p).toBe(code);
       expect(body.message, p).toMatch(/not supported by treegate$/);
     }
     const creds = JSON.parse((await raw(srv.url, '/api/authn/getcredentials')).body) as { code: number; data: unknown };
     expect(creds).toMatchObject({ code: 200, data: [] });
+  });
+
+  it('guards unknown admin and task routes as the known ones: 401 before any answer', async () => {
+    for (const p of ['/api/admin/message/get', '/api/admin/task/decompress/undone', '/api/task/decompress/done', '/api/admin/nope']) {
+      const r = JSON.parse((await raw(srv.url, p, 'POST')).body) as { code: number; message: string };
+      expect(r.code, p).toBe(401);
+      const bad = JSON.parse((await raw(srv.url, p, 'POST', { authorization: 'not-a-token' })).body) as { code: number };
+      expect(bad.code, p).toBe(401);
+    }
+    const token = await srv.login();
+    const poll = JSON.parse((await raw(srv.url, '/api/admin/task/decompress/undone', 'POST', { authorization: token })).body) as { code: number; data: unknown };
+    expect(poll).toMatchObject({ code: 200, data: [] });
+    const nope = JSON.parse((await raw(srv.url, '/api/admin/nope', 'POST', { authorization: token })).body) as { code: number };
+    expect(nope.code).toBe(404);
   });
 
   it('redirects /favicon.ico and serves /robots.txt from settings', async () => {

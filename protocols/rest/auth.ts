@@ -101,17 +101,26 @@ export function currentUser(req: FastifyRequest): UserRecord {
   return req.user;
 }
 
+/**
+ * Identify the caller of an /api route and apply the guards its path implies: /api/admin/ needs the
+ * admin role, /api/task/ a non-guest. Also run for /api paths no route serves (the not-found
+ * handler), so an unknown admin path answers an anonymous caller 401 as a known one does.
+ */
+export async function authorizeApi(core: Core, req: FastifyRequest, path: string): Promise<void> {
+  const id = await identify(core, authorizationOf(req));
+  req.user = id.user;
+  req.principal = id.principal;
+  req.tokenClaims = id.claims;
+  if (path.startsWith('/api/admin/')) await requireAdmin(req);
+  else if (path.startsWith('/api/task/')) await requireNonGuest(req);
+}
+
 export function registerAuth(app: FastifyInstance, core: Core): void {
   app.decorateRequest('tokenClaims', null);
   app.addHook('onRequest', async (req) => {
     const route = req.routeOptions.url;
-    // No route matched (404 envelope), not an API route, or a route that opted out.
+    // No route matched (the not-found handler decides), not an API route, or a route that opted out.
     if (route === undefined || !route.startsWith('/api/') || req.routeOptions.config.auth === false) return;
-    const id = await identify(core, authorizationOf(req));
-    req.user = id.user;
-    req.principal = id.principal;
-    req.tokenClaims = id.claims;
-    if (route.startsWith('/api/admin/')) await requireAdmin(req);
-    else if (route.startsWith('/api/task/')) await requireNonGuest(req);
+    await authorizeApi(core, req, route);
   });
 }

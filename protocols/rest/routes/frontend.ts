@@ -18,6 +18,7 @@ import { basePathOf } from '../frontend/base-path.js';
 import { IndexPage } from '../frontend/index-html.js';
 import { STATIC_FOLDERS, staticHandler } from '../frontend/static.js';
 import { unknownApiRoute } from '../frontend/unsupported.js';
+import { authorizeApi } from '../auth.js';
 
 /** First path segments the SPA fallback must never answer (they belong to the API or to files). */
 const RESERVED = new Set(['api', 'd', 'p', 'i', 'dav', 'ping', 'favicon.ico', 'robots.txt', ...STATIC_FOLDERS]);
@@ -101,7 +102,11 @@ export async function registerFrontend(app: FastifyInstance, core: Core): Promis
   app.setNotFoundHandler(async (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0]!;
     const first = firstSegment(path);
-    if (first === 'api') return reply.code(200).send(unknownApiRoute(req.method, path));
+    if (first === 'api') {
+      // The admin and task trees are guarded as a whole: who may not call them learns nothing of them.
+      if (path.startsWith('/api/admin/') || path.startsWith('/api/task/')) await authorizeApi(core, req, path);
+      return reply.code(200).send(unknownApiRoute(req.method, path));
+    }
     if ((req.method === 'GET' || req.method === 'HEAD') && !RESERVED.has(first)) {
       if (page) {
         let decoded = path;
