@@ -12,7 +12,10 @@ import { encodableName, ftpError, FtpSession, nodeEncoding, parseAddress } from 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
 const ftpTime = (d: Date) => `${d.getUTCFullYear()}${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())}${pad(d.getUTCHours())}${pad(d.getUTCMinutes())}${pad(d.getUTCSeconds())}`;
 
-/** True when the server accepts CWD into the path (it is a folder). */
+/**
+ * True when the server accepts CWD into the path (it is a folder). This leaves the pooled connection
+ * in that folder; harmless, as every path this driver sends is absolute.
+ */
 async function isDir(c: Client, remote: string): Promise<boolean> {
   try {
     await c.cd(remote);
@@ -105,7 +108,10 @@ export class FtpDriver implements Driver {
     return { kind: 'range', size, open: (range, signal) => this.download(remote, range, signal) };
   }
 
-  /** A download on its own connection: stopping early just closes that connection. */
+  /**
+   * A download on its own connection, outside the session's pool: stopping early just closes that
+   * connection, and a reader that takes hours does not hold one of the pool's few slots.
+   */
   private async download(remote: string, range: ByteRange | undefined, signal?: AbortSignal): Promise<Readable> {
     const c = await this.session.dial(signal);
     const start = range?.start ?? 0;

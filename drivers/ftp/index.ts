@@ -1,8 +1,9 @@
 /**
  * "FTP": a folder on an FTP server. Options, defaults and help texts are AList 3.45's
- * (alist-compat §6). FTP runs one command at a time per connection, so all commands share one
- * queued connection (re-dialled when it drops); each download gets a connection of its own so a
- * slow reader never blocks the storage. Uploads go to a temporary name and are renamed into place.
+ * (alist-compat §6). FTP runs one command at a time per connection, so commands and uploads run on
+ * a small pool of connections (a slow upload holds only one of them); each download gets a
+ * connection of its own so a slow reader never blocks the storage. Uploads go to a temporary name
+ * and are renamed into place.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
 import { configFlags } from '../options.js';

@@ -1,9 +1,12 @@
 /**
- * One FTP control connection per storage with a queue in front of it (FTP is one command at a
- * time), re-dialled on the next job after it drops. A transport failure retries idempotent jobs
- * once; a server answer (FTPError) never does. Aborting a job closes the connection, which is the
- * only reliable way to stop an FTP transfer; the next job dials again.
+ * A small pool of FTP control connections per storage: FTP runs one command at a time per
+ * connection, so each job has a connection to itself, and a slow upload only holds one of them.
+ * Jobs beyond the pool size wait their turn. Idle connections are reused and closed after a while;
+ * one that broke or was aborted is dropped, never reused. A transport failure retries idempotent
+ * jobs once on a fresh connection; a server answer (FTPError) never does. Aborting a job closes its
+ * connection, which is the only reliable way to stop an FTP transfer.
  */
+import { setMaxListeners } from 'node:events';
 import { Client, FTPError } from 'basic-ftp';
 import type { Logger } from 'pino';
 import { VfsError } from '../../src/errors.js';
@@ -61,65 +64,162 @@ export interface JobOpts {
   idempotent?: boolean;
 }
 
+/**
+ * Control connections per storage. More than one so a long upload (or a few) cannot stall browsing;
+ * few, because servers often cap connections per user or address (vsftpd max_per_ip, ProFTPD
+ * MaxClientsPerHost, Pure-FTPd MaxClientsPerIP) and refuse logins beyond it. AList's FTP driver has
+ * no setting for this, so it is a constant.
+ */
+export const POOL_SIZE = 4;
+/** Below the usual server idle limits (vsftpd 300 s by default), so we close first, cleanly. */
+const IDLE_MS = 60_000;
+
+export interface PoolOpts {
+  size?: number;
+  idleMs?: number;
+}
+
+interface Idle {
+  c: Client;
+  timer: NodeJS.Timeout;
+}
+
+interface Waiter {
+  grant(): void;
+}
+
 export class FtpSession {
-  private client?: Client;
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Connections not running a job; the most recently used is taken first, so extras age out. */
+  private readonly idle: Idle[] = [];
+  private readonly waiting: Waiter[] = [];
+  private free: number;
+  private readonly idleMs: number;
+  /** Aborted by close(): every job sees it as its own abort, so waiting, dialling and running jobs all stop. */
+  private readonly life = new AbortController();
 
-  constructor(private readonly p: FtpParams, private readonly log: Logger) {}
+  constructor(private readonly p: FtpParams, private readonly log: Logger, pool: PoolOpts = {}) {
+    this.free = pool.size ?? POOL_SIZE;
+    this.idleMs = pool.idleMs ?? IDLE_MS;
+    setMaxListeners(0, this.life.signal); // one listener per job in flight or waiting, by design
+  }
 
-  /** A new logged-in connection (also used on its own for downloads). */
+  /** A new logged-in connection (also used on its own for downloads, outside the pool). */
   async dial(signal?: AbortSignal): Promise<Client> {
-    if (signal?.aborted) throw abortError(signal);
+    const stop = this.stopped(signal);
+    if (stop) throw stop;
     const c = new Client(CONNECT_TIMEOUT_MS);
     c.ftp.encoding = this.p.encoding as typeof c.ftp.encoding;
-    const onAbort = () => c.close();
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const unsubscribe = this.onStop(signal, () => c.close());
     try {
       await c.access({ host: this.p.host, port: this.p.port, user: this.p.user, password: this.p.password, secure: false });
       return c;
     } catch (e) {
       c.close();
       const where = `${this.p.host}:${this.p.port}`;
+      if (this.life.signal.aborted) throw this.stopped(signal)!;
       if (signal?.aborted) throw new VfsError('UPSTREAM', `ftp: connecting to ${where} was aborted`, { cause: e });
       if (e instanceof FTPError && e.code === 530) throw new VfsError('UPSTREAM', `ftp: login failed for user ${this.p.user} at ${where}`, { cause: e });
       const code = (e as NodeJS.ErrnoException).code;
       throw new VfsError('UPSTREAM', `ftp: cannot connect to ${where}: ${code ?? (e as Error).message}`, { cause: e });
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      unsubscribe();
     }
   }
 
-  /** Run one conversation on the shared connection, after every job queued before it. */
-  run<T>(fn: (c: Client) => Promise<T>, opts: JobOpts = {}): Promise<T> {
-    const job = this.queue.then(() => this.exec(fn, opts));
-    this.queue = job.catch(() => undefined);
-    return job;
-  }
-
-  private async exec<T>(fn: (c: Client) => Promise<T>, opts: JobOpts): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      if (opts.signal?.aborted) throw abortError(opts.signal);
-      if (!this.client || this.client.closed) this.client = await this.dial(opts.signal);
-      const c = this.client;
-      const onAbort = () => c.close();
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      try {
-        return await fn(c);
-      } catch (e) {
-        if (opts.signal?.aborted) throw abortError(opts.signal);
-        if (e instanceof VfsError || e instanceof FTPError) throw ftpError(e, opts.path);
-        this.log.info({ err: e }, 'ftp connection lost');
-        c.close();
-        this.client = undefined;
-        if (!opts.idempotent || attempt > 0) throw ftpError(e, opts.path);
-      } finally {
-        opts.signal?.removeEventListener('abort', onAbort);
+  /**
+   * Run one conversation on a pooled connection, alone on it. Nothing carries over between jobs
+   * sharing a connection except its working directory, and every path sent is absolute.
+   */
+  async run<T>(fn: (c: Client) => Promise<T>, opts: JobOpts = {}): Promise<T> {
+    await this.acquire(opts.signal);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        // A retry dials: the failure may have been the server dropping every idle connection too.
+        const c = attempt ? await this.dial(opts.signal) : await this.take(opts.signal);
+        const unsubscribe = this.onStop(opts.signal, () => c.close()); // the only reliable way to stop a transfer
+        try {
+          const stop = this.stopped(opts.signal); // stopped while the connection was being taken
+          if (stop) throw stop;
+          return await fn(c);
+        } catch (e) {
+          const stop = this.stopped(opts.signal);
+          if (stop) throw stop;
+          if (e instanceof VfsError || e instanceof FTPError) throw ftpError(e, opts.path);
+          this.log.info({ err: e }, 'ftp connection lost');
+          c.close();
+          if (!opts.idempotent || attempt > 0) throw ftpError(e, opts.path);
+        } finally {
+          unsubscribe();
+          this.give(c);
+        }
       }
+    } finally {
+      this.release();
     }
   }
 
+  /** Close every connection, idle or busy; jobs waiting or running fail, and so do later ones. */
   close(): void {
-    this.client?.close();
-    this.client = undefined;
+    this.life.abort();
+    for (const { c, timer } of this.idle.splice(0)) {
+      clearTimeout(timer);
+      c.close();
+    }
+  }
+
+  /** Why a job must stop (its own abort, or the storage closing), or undefined while it may go on. */
+  private stopped(signal?: AbortSignal): VfsError | undefined {
+    if (this.life.signal.aborted) return new VfsError('UPSTREAM', 'ftp: the storage was closed');
+    if (signal?.aborted) return abortError(signal);
+    return undefined;
+  }
+
+  /** Call `fn` once when the job's signal aborts or the session closes; returns the unsubscribe. */
+  private onStop(signal: AbortSignal | undefined, fn: () => void): () => void {
+    const targets = signal ? [signal, this.life.signal] : [this.life.signal];
+    for (const t of targets) t.addEventListener('abort', fn, { once: true });
+    return () => { for (const t of targets) t.removeEventListener('abort', fn); };
+  }
+
+  /** Wait for one of the pool's slots (first come, first served). */
+  private async acquire(signal?: AbortSignal): Promise<void> {
+    const stop = this.stopped(signal);
+    if (stop) throw stop;
+    if (this.free > 0) return void this.free--;
+    await new Promise<void>((resolve, reject) => {
+      const w: Waiter = { grant: () => { unsubscribe(); resolve(); } };
+      const unsubscribe = this.onStop(signal, () => {
+        this.waiting.splice(this.waiting.indexOf(w), 1);
+        reject(this.stopped(signal));
+      });
+      this.waiting.push(w);
+    });
+  }
+
+  /** Hand the slot straight to the next waiting job, so a newcomer cannot overtake it. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next.grant();
+    else this.free++;
+  }
+
+  /** The most recently used idle connection still open, else a new one. */
+  private async take(signal?: AbortSignal): Promise<Client> {
+    for (let i = this.idle.pop(); i; i = this.idle.pop()) {
+      clearTimeout(i.timer);
+      if (!i.c.closed) return i.c;
+    }
+    return this.dial(signal);
+  }
+
+  /** Back to the idle list, unless it broke, was aborted or the session closed. */
+  private give(c: Client): void {
+    if (c.closed || this.life.signal.aborted) return void c.close();
+    const timer = setTimeout(() => {
+      this.idle.splice(this.idle.findIndex((i) => i.c === c), 1);
+      c.close();
+    }, this.idleMs);
+    timer.unref(); // an idle connection never keeps the process alive
+    this.idle.push({ c, timer });
   }
 }
