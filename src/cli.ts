@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { resolveDataDir, type ConfigFlags } from './config.js';
 import { JsonStore } from './store/json-store.js';
-import { liveOwner, submitRequest } from './store/owner.js';
+import { claimOwner, OwnerBusyError, submitRequest } from './store/owner.js';
 import { Accounts } from './auth/accounts.js';
 import { ADMIN_PASSWORD_OP } from './auth/admin-request.js';
 import { hashPassword, newSalt, randomPassword } from './auth/passwords.js';
@@ -63,7 +63,7 @@ const NO_ADMIN = 'no admin user yet: start the server once (treegate server) to 
 
 /**
  * Open the store of an existing data dir (a missing or mistyped one is an error: nothing is created).
- * `readOnly` for `admin show`; otherwise the caller has checked that no server owns DATA.
+ * `readOnly` for `admin show`; otherwise the caller holds DATA's owner claim (store/owner.ts).
  */
 async function withAccounts<T>(dataDir: string, readOnly: boolean, fn: (a: Accounts, store: JsonStore) => Promise<T>): Promise<T> {
   const file = join(dataDir, 'store.json');
@@ -78,19 +78,27 @@ async function withAccounts<T>(dataDir: string, readOnly: boolean, fn: (a: Accou
 
 /** Set the admin password; returns the admin's username. Through the server when one runs on DATA. */
 async function setAdminPassword(dataDir: string, pw: string): Promise<string> {
-  const owner = await liveOwner(dataDir);
-  if (owner) {
-    if (!existsSync(join(dataDir, 'store.json'))) throw new Error(`no store at ${join(dataDir, 'store.json')}`);
+  const file = join(dataDir, 'store.json');
+  if (!existsSync(file)) throw new Error(`no store at ${file}: check --data / TREEGATE_DATA, or start the server once to create it`);
+  let release: () => Promise<void>;
+  try {
+    release = await claimOwner(dataDir, 'cli');
+  } catch (e) {
+    if (!(e instanceof OwnerBusyError)) throw e;
     const salt = newSalt();
-    const answer = await submitRequest(dataDir, owner, { op: ADMIN_PASSWORD_OP, salt, pwd_hash: await hashPassword(pw, salt) });
+    const answer = await submitRequest(dataDir, e.owner, { op: ADMIN_PASSWORD_OP, salt, pwd_hash: await hashPassword(pw, salt) });
     return String(answer.username);
   }
-  return withAccounts(dataDir, false, async (accounts) => {
-    const admin = await accounts.admin();
-    if (!admin) throw new Error(NO_ADMIN);
-    await accounts.setPassword(admin.id, pw);
-    return admin.username;
-  });
+  try {
+    return await withAccounts(dataDir, false, async (accounts) => {
+      const admin = await accounts.admin();
+      if (!admin) throw new Error(NO_ADMIN);
+      await accounts.setPassword(admin.id, pw);
+      return admin.username;
+    });
+  } finally {
+    await release();
+  }
 }
 
 async function adminCommand(sub: string | undefined, rest: string[], flags: ConfigFlags): Promise<number> {

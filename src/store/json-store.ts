@@ -89,7 +89,7 @@ export class JsonStore implements Store {
   static async open(file: string, opts: OpenOptions = {}): Promise<JsonStore> {
     const s = new JsonStore(file);
     s.readOnly = opts.readOnly ?? false;
-    if (opts.owner) s.releaseOwner = await claimOwner(dirname(file));
+    if (opts.owner) s.releaseOwner = await claimOwner(dirname(file), 'server');
     try {
       if (!s.readOnly) await s.sweepTempFiles();
       const raw = await s.adapter.read();

@@ -1,12 +1,15 @@
 /**
- * One writer per store. A running server marks its DATA dir with `server.pid` (its pid and, on Linux,
- * its start time, so a pid reused after a kill -9 is not mistaken for it). While that marker names a
- * live process, other processes (the CLI) never write store.json: they hand the change to the server
- * as a request file in DATA, which the server applies and answers (see JsonStore.onRequest).
+ * One writer per store. A process that writes store.json first claims DATA with `server.pid` (its
+ * pid, its start time on Linux so a pid reused after a kill -9 is not mistaken for it, and whether it
+ * is the server or a CLI run). The claim is exclusive: the marker appears with link(2), which fails
+ * when one exists, so two servers starting at once, or a CLI run and a server starting, cannot both
+ * write. While a server holds it, the CLI hands its change over as a request file in DATA, which the
+ * server applies and answers (see JsonStore.onRequest); a CLI run holds it for well under a second,
+ * and a starting server waits for it.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
+import { link, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AtomicJsonFile } from './atomic-file.js';
 
@@ -16,11 +19,22 @@ export const REQUEST_RE = /^control-([0-9a-f-]{36})\.request$/;
 export const requestName = (id: string) => `control-${id}.request`;
 export const resultName = (id: string) => `control-${id}.result`;
 
+export type OwnerKind = 'server' | 'cli';
+
 export interface OwnerMarker {
   pid: number;
   /** Field 22 of /proc/PID/stat (start time in clock ticks since boot); null where there is no /proc. */
   start: string | null;
   instance: string;
+  /** Absent in markers of older versions, which only servers wrote. */
+  kind?: OwnerKind;
+}
+
+/** A claim refused because another live process holds DATA (`owner`: its marker). */
+export class OwnerBusyError extends Error {
+  constructor(readonly dataDir: string, readonly owner: OwnerMarker) {
+    super(`${dataDir} is in use by a running treegate (pid ${owner.pid}); stop it first`);
+  }
 }
 
 /** A process's state and start time from /proc; null when it does not exist; 'unknown' without /proc. */
@@ -49,30 +63,118 @@ export function isAlive(pid: number, start: string | null = null): boolean {
   }
 }
 
-/** The live server that owns `dataDir`, if any (a stale marker of a dead process counts as none). */
-export async function liveOwner(dataDir: string): Promise<OwnerMarker | undefined> {
-  let m: OwnerMarker;
+const markerAlive = (m: OwnerMarker) => isAlive(m.pid, typeof m.start === 'string' ? m.start : null);
+
+/** The marker in `file`: missing, unreadable ('torn': being written, or cut by a crash), or parsed. */
+async function readMarker(file: string): Promise<OwnerMarker | 'torn' | undefined> {
+  let text: string;
   try {
-    m = JSON.parse(await readFile(join(dataDir, OWNER_FILE), 'utf8')) as OwnerMarker;
-  } catch {
-    return undefined; // missing, or torn by hand: no owner we could talk to
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
   }
-  return m && typeof m.pid === 'number' && isAlive(m.pid, typeof m.start === 'string' ? m.start : null) ? m : undefined;
+  try {
+    const m = JSON.parse(text) as OwnerMarker;
+    return m && typeof m.pid === 'number' ? m : 'torn';
+  } catch {
+    return 'torn';
+  }
+}
+
+/** The live process that owns `dataDir`, if any (a stale marker of a dead process counts as none). */
+export async function liveOwner(dataDir: string): Promise<OwnerMarker | undefined> {
+  const m = await readMarker(join(dataDir, OWNER_FILE)).catch(() => undefined);
+  return m && m !== 'torn' && markerAlive(m) ? m : undefined;
 }
 
 /**
- * Mark `dataDir` as owned by this process; refuses when another live process owns it. Returns the
- * release function (removes the marker if it is still ours).
+ * Create `file` holding `text` only if it does not exist; false when it does. link(2) makes a
+ * complete file appear at once; file systems without hard links (exFAT, some FUSE and SMB mounts)
+ * get an exclusive create, whose moment of emptiness readers treat as a claim under way.
  */
-export async function claimOwner(dataDir: string): Promise<() => Promise<void>> {
-  const other = await liveOwner(dataDir);
-  if (other && other.pid !== process.pid) {
-    throw new Error(`${dataDir} is in use by a running treegate (pid ${other.pid}); stop it first`);
+async function createExclusive(file: string, text: string): Promise<boolean> {
+  const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(tmp, text, { mode: 0o644 });
+  try {
+    await link(tmp, file);
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
+  } finally {
+    await rm(tmp, { force: true });
   }
+  let fh;
+  try {
+    fh = await open(file, 'wx', 0o644);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw e;
+  }
+  try {
+    await fh.writeFile(text, 'utf8');
+  } finally {
+    await fh.close();
+  }
+  return true;
+}
+
+/**
+ * Remove a marker judged stale, unless it changed since it was read: it is renamed aside first and
+ * checked there, and a live claim made in between (another process removed the stale one and
+ * claimed) is put back.
+ */
+async function removeStale(file: string, seen: OwnerMarker | 'torn'): Promise<void> {
+  const aside = `${file}.${randomUUID()}.stale`;
+  try {
+    await rename(file, aside);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return; // someone else removed it
+    throw e;
+  }
+  const now = await readMarker(aside).catch(() => 'torn' as const);
+  const same = seen === 'torn' ? now === 'torn' : now !== 'torn' && now?.instance === seen.instance;
+  if (!same) await link(aside, file).catch(() => undefined); // a live claim: back in place
+  await rm(aside, { force: true });
+}
+
+const TORN_GRACE_MS = 5_000;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Claim `dataDir` for this process as `kind`; returns the release function (removes the marker if
+ * it is still ours). A live CLI run holding it is waited for (up to `waitMs`); a live server, or a
+ * CLI still there after `waitMs`, is refused with OwnerBusyError. A marker of a dead process, or one
+ * left unreadable by a crash, is replaced. The same process may claim again (tests open stores twice).
+ */
+export async function claimOwner(dataDir: string, kind: OwnerKind = 'server', waitMs = 10_000): Promise<() => Promise<void>> {
   const st = procStat(process.pid);
-  const marker: OwnerMarker = { pid: process.pid, start: typeof st === 'object' && st ? st.start : null, instance: randomUUID() };
+  const marker: OwnerMarker = { pid: process.pid, start: typeof st === 'object' && st ? st.start : null, instance: randomUUID(), kind };
   const file = join(dataDir, OWNER_FILE);
-  await new AtomicJsonFile<OwnerMarker>(file).write(marker);
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (await createExclusive(file, JSON.stringify(marker))) break;
+    const other = await readMarker(file);
+    if (other === undefined) continue; // released meanwhile
+    if (other === 'torn') {
+      const age = Date.now() - (await stat(file).catch(() => ({ mtimeMs: 0 }))).mtimeMs;
+      if (age > TORN_GRACE_MS) await removeStale(file, other);
+      else await sleep(50); // another process is writing its claim
+      continue;
+    }
+    if (!markerAlive(other)) {
+      await removeStale(file, other);
+      continue;
+    }
+    if (other.pid === process.pid) {
+      await new AtomicJsonFile<OwnerMarker>(file).write(marker);
+      break;
+    }
+    if (other.kind !== 'cli' || Date.now() >= deadline) throw new OwnerBusyError(dataDir, other);
+    await sleep(50);
+  }
   return async () => {
     try {
       const now = JSON.parse(await readFile(file, 'utf8')) as OwnerMarker;
@@ -82,8 +184,6 @@ export async function claimOwner(dataDir: string): Promise<() => Promise<void>> 
     }
   };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * Hand `body` to the server that owns `dataDir` and wait (bounded) for its answer. Throws a clear
