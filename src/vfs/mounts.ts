@@ -7,6 +7,11 @@
  * Every storage in the store has an entry, whatever its state: a storage that is disabled, failed to
  * init or names an unknown driver still owns its mount path and answers STORAGE_UNAVAILABLE
  * (`storage not init: <status>`), so its requests never fall through to a parent storage.
+ *
+ * Replacing or removing a storage retires its instance gracefully: new requests go to the
+ * replacement at once, while operations that had already resolved the old instance (a 20 GB
+ * WebDAV upload) finish on it. `resolve` holds the mount for the operation and `release` gives it
+ * back; a retired instance's driver is dropped when its last hold is released (at once when idle).
  */
 import type { Logger } from 'pino';
 import { VfsError } from '../errors.js';
@@ -39,6 +44,13 @@ export interface Mount {
   status: string;
   /** Settles (never rejects) when init has finished either way. */
   readonly ready: Promise<void>;
+  /** Operations under way on this instance: taken by `resolve`, given back by `release`. */
+  holds: number;
+  /**
+   * Out of the table (replaced or removed). Its id now names the replacement, so whatever a
+   * draining operation learns must not be filed under it (see Tree.list).
+   */
+  retired: boolean;
 }
 
 /** A change made outside treegate, reported by a storage's driver (`watch`), in tree terms. */
@@ -76,6 +88,8 @@ export class MountTable {
   private readonly watchSubs = new Set<WatchSub>();
   /** Running driver watches by mount id, as their stop functions. */
   private readonly watching = new Map<number, () => void | Promise<void>>();
+  /** Retired mounts whose driver waits for their last operation to end. */
+  private readonly draining = new Set<Mount>();
 
   constructor(private readonly deps: MountTableDeps) {}
 
@@ -144,7 +158,7 @@ export class MountTable {
     const ready = new Promise<void>((r) => (settle = r));
     const m: Mount = {
       id: record.id, record: { ...record }, segments: segments(record.mount_path), definition: def,
-      capabilities: NO_CAPABILITIES, status: 'initializing', ready,
+      capabilities: NO_CAPABILITIES, status: 'initializing', ready, holds: 0, retired: false,
     };
     this.mounts.set(record.id, m);
     try {
@@ -194,23 +208,49 @@ export class MountTable {
     }
   }
 
-  /** Remove a storage from the tree and release its driver. Unknown ids are ignored. */
+  /**
+   * Remove a storage from the tree. Its driver is dropped now when no operation holds it, else
+   * once the last one is released (the returned promise does not wait for that). Unknown ids are
+   * ignored.
+   */
   async unmount(id: number): Promise<void> {
     const m = this.mounts.get(id);
-    if (!m) return;
-    this.mounts.delete(id);
-    this.deps.cache?.dropMount(id);
-    const stopWatch = this.watching.get(id);
-    this.watching.delete(id);
+    if (m) await this.retire(m, false);
+  }
+
+  /** Drop every driver at once, draining ones too: a stopping server bounds its own wait for writes. */
+  async dropAll(): Promise<void> {
+    const draining = [...this.draining];
+    this.draining.clear();
+    await Promise.all([...[...this.mounts.values()].map((m) => this.retire(m, true)), ...draining.map((m) => this.drop(m))]);
+  }
+
+  private async retire(m: Mount, now: boolean): Promise<void> {
+    // All in one step: from here on, no request reaches `m` and nothing it lists is cached under its id.
+    this.mounts.delete(m.id);
+    m.retired = true;
+    this.deps.cache?.dropMount(m.id);
+    const stopWatch = this.watching.get(m.id);
+    this.watching.delete(m.id);
     await Promise.resolve().then(() => stopWatch?.()).catch(() => undefined);
+    // Joined to `draining` only once the watch has stopped: drivers are never dropped while watching.
+    if (now || m.holds === 0) return this.drop(m);
+    this.draining.add(m);
+    this.deps.log.info({ mount: m.record.mount_path, operations: m.holds }, 'storage replaced or removed: old instance drains its operations');
+  }
+
+  private async drop(m: Mount): Promise<void> {
     const d = m.driver;
     m.driver = undefined;
     m.status = STATUS_DISABLED;
     await d?.drop().catch(() => undefined);
   }
 
-  async dropAll(): Promise<void> {
-    await Promise.all([...this.mounts.keys()].map((id) => this.unmount(id)));
+  /** Give back a hold taken by `resolve`; the last one on a draining mount drops its driver. */
+  release(m: Mount): void {
+    if (--m.holds === 0 && m.retired && this.draining.delete(m)) {
+      void this.drop(m).then(() => this.deps.log.info({ mount: m.record.mount_path }, 'storage: drained old instance dropped'));
+    }
   }
 
   get(id: number): Mount | undefined {
@@ -235,13 +275,17 @@ export class MountTable {
    * Where a virtual path lives. Waits for a mount that is still initialising (bounded by the init
    * timeout). Throws STORAGE_UNAVAILABLE for a mount not in `work` status, NOT_FOUND when no storage
    * covers the path and no storage lies below it. `/` is always at least virtual.
+   *
+   * A mount returned is held for the caller's operation: pass it to `release` once the operation
+   * (and any stream it handed out from the driver) is over.
    */
   async resolve(vpath: string): Promise<Resolution> {
     const segs = segments(vpath);
-    const m = this.owner(segs);
-    if (m) {
+    for (let m = this.owner(segs); m; m = this.owner(segs)) {
       await m.ready;
+      if (this.mounts.get(m.id) !== m) continue; // replaced or removed meanwhile: the table decides again
       if (m.status !== STATUS_WORK || !m.driver) throw new VfsError('STORAGE_UNAVAILABLE', `storage not init: ${m.status}`, { path: vpath });
+      m.holds++;
       return { kind: 'mount', mount: m, dpath: '/' + segs.slice(m.segments.length).join('/') };
     }
     if (segs.length === 0 || this.below(segs).length > 0) return { kind: 'virtual' };

@@ -75,8 +75,9 @@ class Cursor {
 /**
  * Reads through streams from `openAt(position)` (undefined when the position is past the end).
  * Reads must not overlap in time (callers serve one at a time, as SFTP's read handle does).
+ * `onClose` runs once, at the first close.
  */
-export function streamReader(openAt: (position: number) => Promise<Readable | undefined>): PositionalReader {
+export function streamReader(openAt: (position: number) => Promise<Readable | undefined>, onClose?: () => void): PositionalReader {
   let cursor: Cursor | undefined;
   let closed = false;
   const drop = () => {
@@ -104,8 +105,10 @@ export function streamReader(openAt: (position: number) => Promise<Readable | un
       }
     },
     async close() {
+      const first = !closed;
       closed = true;
       drop();
+      if (first) onClose?.();
     },
   };
 }

@@ -48,9 +48,13 @@ export class Tree {
   async list(m: Mount, dir: Obj, args: CallArgs, refresh = false): Promise<Obj[]> {
     if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
     const d = this.driver(m);
+    const fetch = () => this.call(() => d.list(dir, args));
+    // A retired instance (still finishing operations) shares its id with its replacement, whose
+    // cache must not receive what the old one lists. What it fetched before retiring is stored in
+    // the per-mount cache that ListingCache.dropMount discarded then, so that cannot leak either.
+    if (m.retired) return this.sorted(m, await fetch());
     const policy = { ttlMinutes: m.record.cache_expiration, noCache: m.definition?.config.no_cache ?? true };
-    const objs = await this.cache.list(m.id, dir.path, policy, () => this.call(() => d.list(dir, args)), refresh);
-    return this.sorted(m, objs);
+    return this.sorted(m, await this.cache.list(m.id, dir.path, policy, fetch, refresh));
   }
 
   private sorted(m: Mount, objs: Obj[]): Obj[] {

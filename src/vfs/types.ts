@@ -130,9 +130,12 @@ export interface VfsApi {
   facts(ctx: AccessContext, path: string): Promise<DirFacts>;
   /** The storage serving a path, undefined above all mounts. */
   storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined>;
-  /** A file's bytes (optionally a range) as a stream, from any link kind. */
+  /**
+   * A file's bytes (optionally a range) as a stream, from any link kind. Consume or destroy the
+   * result: until then its storage's driver instance is kept, even after the storage is edited.
+   */
   read(ctx: AccessContext, path: string, range?: ByteRange): Promise<ReadResult>;
-  /** A file for reads at any offset into the caller's buffers (SFTP READ); close it when done. */
+  /** A file for reads at any offset into the caller's buffers (SFTP READ); close it when done (see read). */
   openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }>;
   /** The driver's link for a file (REST/WebDAV redirects); read() is the way to get bytes. */
   link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }>;

@@ -29,20 +29,30 @@ export class VfsWriter {
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
     if (!loc) return this.vfs.virtualEntry(vpath);
-    const tree = this.vfs.tree;
-    if (opts.parents === false && !isRootPath(loc.dpath)) await this.existingDir(loc, this.vfs.args(ctx));
-    const existing = await tree.tryObjAt(loc.mount, loc.dpath, this.vfs.args(ctx));
-    if (existing && !existing.isDir) throw new VfsError('EXISTS', 'file exists', { path: vpath });
-    if (!existing) requireCap(loc.mount.capabilities, 'canMkdir');
-    const entry = this.vfs.entryOf(loc, existing ?? (await tree.ensureDir(loc.mount, loc.dpath, this.vfs.args(ctx))));
-    if (!existing) this.vfs.changes.emit({ kind: 'mkdir', vpath, entry });
-    return entry;
+    try {
+      const tree = this.vfs.tree;
+      if (opts.parents === false && !isRootPath(loc.dpath)) await this.existingDir(loc, this.vfs.args(ctx));
+      const existing = await tree.tryObjAt(loc.mount, loc.dpath, this.vfs.args(ctx));
+      if (existing && !existing.isDir) throw new VfsError('EXISTS', 'file exists', { path: vpath });
+      if (!existing) requireCap(loc.mount.capabilities, 'canMkdir');
+      const entry = this.vfs.entryOf(loc, existing ?? (await tree.ensureDir(loc.mount, loc.dpath, this.vfs.args(ctx))));
+      if (!existing) this.vfs.changes.emit({ kind: 'mkdir', vpath, entry });
+      return entry;
+    } finally {
+      this.vfs.release(loc);
+    }
   }
 
-  /** The located source of a move/copy; virtual folders and storage roots cannot be moved or copied. */
+  /**
+   * The located (and held) source of a move/copy; virtual folders and storage roots cannot be moved
+   * or copied.
+   */
   private async source(vpath: string): Promise<Located> {
     const loc = await this.vfs.locate(vpath);
-    if (!loc || isRootPath(loc.dpath)) throw new VfsError('FORBIDDEN', 'a storage root or mount point cannot be moved or copied', { path: vpath });
+    if (!loc || isRootPath(loc.dpath)) {
+      this.vfs.release(loc);
+      throw new VfsError('FORBIDDEN', 'a storage root or mount point cannot be moved or copied', { path: vpath });
+    }
     return loc;
   }
 
@@ -55,6 +65,7 @@ export class VfsWriter {
       if (e instanceof VfsError && e.code === 'NOT_FOUND') loc = undefined;
       else throw e;
     }
+    this.vfs.release(loc); // the target must be on the source's mount, which the source holds
     if (!loc || loc.mount !== src.mount) throw new VfsError('CROSS_MOUNT', undefined, { path: vpath });
     if (isRootPath(loc.dpath)) throw new VfsError('EXISTS', `file [${basename(vpath)}] exists`, { path: vpath });
     return loc;
@@ -74,34 +85,38 @@ export class VfsWriter {
     else requireBit(can.move(p) && (!renames || can.rename(p)));
     if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
     const src = await this.source(vs);
-    const dst = await this.sameMountTarget(src, vd);
-    const caps = src.mount.capabilities;
-    if (kind === 'move') requireCap(caps, ...(sameDir ? ['canRename' as const] : renames ? ['canMove' as const, 'canRename' as const] : ['canMove' as const]));
-    else requireCap(caps, 'canCopy');
-    const tree = this.vfs.tree;
-    const args = this.vfs.args(ctx);
-    const srcObj = await tree.objAt(src.mount, src.dpath, args);
-    if (vs === vd) {
-      if (kind === 'move') return this.vfs.entryOf(dst, srcObj);
-      throw new VfsError('EXISTS', `file [${newName}] exists`, { path: vd });
+    try {
+      const dst = await this.sameMountTarget(src, vd);
+      const caps = src.mount.capabilities;
+      if (kind === 'move') requireCap(caps, ...(sameDir ? ['canRename' as const] : renames ? ['canMove' as const, 'canRename' as const] : ['canMove' as const]));
+      else requireCap(caps, 'canCopy');
+      const tree = this.vfs.tree;
+      const args = this.vfs.args(ctx);
+      const srcObj = await tree.objAt(src.mount, src.dpath, args);
+      if (vs === vd) {
+        if (kind === 'move') return this.vfs.entryOf(dst, srcObj);
+        throw new VfsError('EXISTS', `file [${newName}] exists`, { path: vd });
+      }
+      const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
+      if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
+      await this.clearTarget(dst, srcObj, opts, args);
+      const d = tree.driver(src.mount);
+      let result: Obj | void;
+      if (kind === 'move') {
+        result = sameDir
+          ? await tree.call(() => d.rename!(srcObj, newName, args))
+          : await this.moveAcross(src, srcObj, dstDir, newName, args);
+      } else {
+        result = await this.copyAs(src, srcObj, dstDir, newName, ctx);
+      }
+      if (kind === 'move') tree.changed(src.mount, src.dpath, srcObj.isDir);
+      tree.changed(dst.mount, dst.dpath, true);
+      const entry = this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
+      this.vfs.changes.emit({ kind, vpath: vs, to: vd, entry });
+      return entry;
+    } finally {
+      this.vfs.release(src);
     }
-    const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
-    if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
-    await this.clearTarget(dst, srcObj, opts, args);
-    const d = tree.driver(src.mount);
-    let result: Obj | void;
-    if (kind === 'move') {
-      result = sameDir
-        ? await tree.call(() => d.rename!(srcObj, newName, args))
-        : await this.moveAcross(src, srcObj, dstDir, newName, args);
-    } else {
-      result = await this.copyAs(src, srcObj, dstDir, newName, ctx);
-    }
-    if (kind === 'move') tree.changed(src.mount, src.dpath, srcObj.isDir);
-    tree.changed(dst.mount, dst.dpath, true);
-    const entry = this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
-    this.vfs.changes.emit({ kind, vpath: vs, to: vd, entry });
-    return entry;
   }
 
   /** With overwrite, an existing file at the target is removed first; folders are never replaced. */
@@ -218,16 +233,20 @@ export class VfsWriter {
     requireManage(ctx);
     requireBit(can.remove(ctx.principal));
     const loc = await this.vfs.locate(vpath);
-    if (!loc || isRootPath(loc.dpath)) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
-    requireCap(loc.mount.capabilities, 'canRemove');
-    const tree = this.vfs.tree;
-    const args = this.vfs.args(ctx);
-    const obj = await tree.objAt(loc.mount, loc.dpath, args);
-    const d = tree.driver(loc.mount);
-    // onlyEmpty is the driver's to judge: only it sees what its listing skips (see RemoveArgs).
-    await tree.call(() => d.remove!(obj, opts.onlyEmpty ? { ...args, onlyEmpty: true } : args));
-    tree.changed(loc.mount, loc.dpath, obj.isDir);
-    this.vfs.changes.emit({ kind: 'remove', vpath });
+    try {
+      if (!loc || isRootPath(loc.dpath)) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
+      requireCap(loc.mount.capabilities, 'canRemove');
+      const tree = this.vfs.tree;
+      const args = this.vfs.args(ctx);
+      const obj = await tree.objAt(loc.mount, loc.dpath, args);
+      const d = tree.driver(loc.mount);
+      // onlyEmpty is the driver's to judge: only it sees what its listing skips (see RemoveArgs).
+      await tree.call(() => d.remove!(obj, opts.onlyEmpty ? { ...args, onlyEmpty: true } : args));
+      tree.changed(loc.mount, loc.dpath, obj.isDir);
+      this.vfs.changes.emit({ kind: 'remove', vpath });
+    } finally {
+      this.vfs.release(loc);
+    }
   }
 
   /**
@@ -239,29 +258,34 @@ export class VfsWriter {
     if (isRootPath(vpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
-    if (!loc || isRootPath(loc.dpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
-    requireCap(loc.mount.capabilities, 'canPut');
-    const tree = this.vfs.tree;
-    const args = this.vfs.args(ctx);
-    // Without `parents` the folder is looked up first: a driver that resolves paths (Local) then
-    // finds the target inside a folder it has just resolved.
-    const folder = opts.parents === false ? await this.existingDir(loc, args) : undefined;
-    const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
-    if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
-    if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: vpath });
-    const dir = folder ?? (await tree.ensureDir(loc.mount, parent(loc.dpath), args));
-    opts.onTarget?.(existing !== undefined);
-    const d = tree.driver(loc.mount);
-    const made = await tree.call(() =>
-      d.put!(dir, body, {
-        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
-        ...(opts.overwrite === false ? { noReplace: true } : {}),
-      }),
-    );
-    tree.changed(loc.mount, loc.dpath);
-    const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
-    this.vfs.changes.emit({ kind: 'put', vpath, entry });
-    return entry;
+    // Held until the driver's put settles: an upload outlives an edit of its storage.
+    try {
+      if (!loc || isRootPath(loc.dpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+      requireCap(loc.mount.capabilities, 'canPut');
+      const tree = this.vfs.tree;
+      const args = this.vfs.args(ctx);
+      // Without `parents` the folder is looked up first: a driver that resolves paths (Local) then
+      // finds the target inside a folder it has just resolved.
+      const folder = opts.parents === false ? await this.existingDir(loc, args) : undefined;
+      const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
+      if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+      if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: vpath });
+      const dir = folder ?? (await tree.ensureDir(loc.mount, parent(loc.dpath), args));
+      opts.onTarget?.(existing !== undefined);
+      const d = tree.driver(loc.mount);
+      const made = await tree.call(() =>
+        d.put!(dir, body, {
+          name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
+          ...(opts.overwrite === false ? { noReplace: true } : {}),
+        }),
+      );
+      tree.changed(loc.mount, loc.dpath);
+      const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
+      this.vfs.changes.emit({ kind: 'put', vpath, entry });
+      return entry;
+    } finally {
+      this.vfs.release(loc);
+    }
   }
 
   /** The folder a put with `parents: false` goes into; missing or not a folder is NOT_A_DIR. */
@@ -276,12 +300,16 @@ export class VfsWriter {
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
     if (!loc) throw new VfsError('NOT_SUPPORTED', undefined, { path: vpath });
-    requireCap(loc.mount.capabilities, 'canSetModified');
-    const tree = this.vfs.tree;
-    const args = this.vfs.args(ctx);
-    const obj = await tree.objAt(loc.mount, loc.dpath, args);
-    const d = tree.driver(loc.mount);
-    await tree.call(() => d.setModified!(obj, modified, args));
-    tree.changed(loc.mount, loc.dpath);
+    try {
+      requireCap(loc.mount.capabilities, 'canSetModified');
+      const tree = this.vfs.tree;
+      const args = this.vfs.args(ctx);
+      const obj = await tree.objAt(loc.mount, loc.dpath, args);
+      const d = tree.driver(loc.mount);
+      await tree.call(() => d.setModified!(obj, modified, args));
+      tree.changed(loc.mount, loc.dpath);
+    } finally {
+      this.vfs.release(loc);
+    }
   }
 }

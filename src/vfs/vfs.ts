@@ -4,7 +4,7 @@
  * path passwords, permission bits and driver capabilities, in that order. Write operations live in
  * ./vfs-write.ts; this file holds the read side and the shared entry checks.
  */
-import type { Readable } from 'node:stream';
+import { finished, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AccessContext } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
@@ -78,17 +78,29 @@ export class Vfs implements VfsApi {
     return toEntry(o, loc.vpath, isRootPath(loc.dpath) ? basename(loc.vpath) || 'root' : o.name);
   }
 
-  /** Resolve a checked vpath; undefined for a virtual folder. */
+  /**
+   * Resolve a checked vpath; undefined for a virtual folder. The mount comes held (MountTable.resolve),
+   * so a storage edited meanwhile lets the operation finish on the instance it started on:
+   * `release` it when the operation is over.
+   */
   async locate(vpath: string): Promise<Located | undefined> {
     const r = await this.deps.mounts.resolve(vpath);
     return r.kind === 'mount' ? { vpath, mount: r.mount, dpath: r.dpath } : undefined;
+  }
+
+  release(loc: Located | undefined): void {
+    if (loc) this.deps.mounts.release(loc.mount);
   }
 
   async stat(ctx: AccessContext, path: string): Promise<Entry> {
     const vpath = await this.enter(ctx, path);
     const loc = await this.locate(vpath);
     if (!loc) return this.virtualEntry(vpath);
-    return this.entryOf(loc, await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx)));
+    try {
+      return this.entryOf(loc, await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx)));
+    } finally {
+      this.release(loc);
+    }
   }
 
   async list(ctx: AccessContext, path: string, opts: { refresh?: boolean } = {}): Promise<Listing> {
@@ -100,13 +112,17 @@ export class Vfs implements VfsApi {
     const entries: Entry[] = [];
     let storage: StorageInfo | undefined;
     if (loc) {
-      const dirObj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
-      if (!dirObj.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: vpath });
-      dir = this.entryOf(loc, dirObj);
-      storage = this.deps.mounts.info(loc.mount);
-      for (const o of await this.tree.list(loc.mount, dirObj, this.args(ctx), opts.refresh)) {
-        const child = this.tree.childPath(vpath, o.name);
-        if (child) entries.push(toEntry(o, child));
+      try {
+        const dirObj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
+        if (!dirObj.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: vpath });
+        dir = this.entryOf(loc, dirObj);
+        storage = this.deps.mounts.info(loc.mount);
+        for (const o of await this.tree.list(loc.mount, dirObj, this.args(ctx), opts.refresh)) {
+          const child = this.tree.childPath(vpath, o.name);
+          if (child) entries.push(toEntry(o, child));
+        }
+      } finally {
+        this.release(loc);
       }
     } else {
       dir = this.virtualEntry(vpath);
@@ -127,73 +143,102 @@ export class Vfs implements VfsApi {
 
   async storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined> {
     const loc = await this.locate(await this.enter(ctx, path));
+    this.release(loc); // what info reports is the record's, no driver is used
     return loc && this.deps.mounts.info(loc.mount);
   }
 
-  /** A file's location, object and link; folders (real or virtual) are IS_A_DIR. */
+  /**
+   * A file's location, object and link; folders (real or virtual) are IS_A_DIR. The mount stays
+   * held (see locate) when this returns.
+   */
   private async fileLink(ctx: AccessContext, path: string): Promise<{ loc: Located; obj: Obj; link: Link }> {
     const vpath = await this.enter(ctx, path);
     const loc = await this.locate(vpath);
     if (!loc) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
-    const obj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
-    if (obj.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
-    const d = this.tree.driver(loc.mount);
-    const link = await this.tree.call(() => d.link(obj, this.args(ctx)));
-    return { loc, obj, link };
+    try {
+      const obj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
+      if (obj.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+      const d = this.tree.driver(loc.mount);
+      const link = await this.tree.call(() => d.link(obj, this.args(ctx)));
+      return { loc, obj, link };
+    } catch (e) {
+      this.release(loc);
+      throw e;
+    }
   }
 
+  /**
+   * A stream from the driver (a remote storage's connection) keeps the mount held until it ends,
+   * fails or is destroyed. A host file is read without the driver: that result holds nothing.
+   */
   async read(ctx: AccessContext, path: string, range?: ByteRange): Promise<ReadResult> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
-    const size = link.kind === 'url' ? obj.size : link.size;
-    const span = clampRange(range, size);
-    const entry = this.entryOf(loc, obj);
-    if (link.kind === 'file') {
-      // The stream is opened only if asked for: sendTo copies without one (file-copy.ts).
-      let stream: Readable | undefined;
-      const { path: host } = link;
-      return {
-        entry, start: span.start, end: span.end,
-        get stream() {
-          return (stream ??= fileStream(host, span, ctx.signal));
-        },
-        sendTo: (dest) => (stream ? pipeline(stream, dest) : copyFileSpan(host, span.start, span.end, dest, ctx.signal)),
-      };
-    }
-    let stream: Readable;
+    let held: Readable | undefined;
     try {
-      stream = await openLink(link, range ? span : undefined, ctx.signal);
-    } catch (e) {
-      throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
+      const size = link.kind === 'url' ? obj.size : link.size;
+      const span = clampRange(range, size);
+      const entry = this.entryOf(loc, obj);
+      if (link.kind === 'file') {
+        // The stream is opened only if asked for: sendTo copies without one (file-copy.ts).
+        let stream: Readable | undefined;
+        const { path: host } = link;
+        return {
+          entry, start: span.start, end: span.end,
+          get stream() {
+            return (stream ??= fileStream(host, span, ctx.signal));
+          },
+          sendTo: (dest) => (stream ? pipeline(stream, dest) : copyFileSpan(host, span.start, span.end, dest, ctx.signal)),
+        };
+      }
+      let stream: Readable;
+      try {
+        stream = await openLink(link, range ? span : undefined, ctx.signal);
+      } catch (e) {
+        throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
+      }
+      held = stream;
+      return { entry, stream, start: span.start, end: span.end, sendTo: (dest) => pipeline(stream, dest) };
+    } finally {
+      if (held) finished(held, () => this.release(loc));
+      else this.release(loc);
     }
-    return { entry, stream, start: span.start, end: span.end, sendTo: (dest) => pipeline(stream, dest) };
   }
 
+  /** Like read, for reads by offset; a reader of driver streams holds the mount until it is closed. */
   async openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
     const entry = this.entryOf(loc, obj);
-    if (link.kind === 'file') return { entry, reader: fileReader(link.path) };
+    if (link.kind === 'file') {
+      this.release(loc);
+      return { entry, reader: fileReader(link.path) };
+    }
     const size = link.kind === 'url' ? obj.size : link.size;
-    const reader = streamReader(async (position) => {
+    const open = async (position: number) => {
       if (position >= size) return undefined;
       try {
         return await openLink(link, { start: position, end: size - 1 }, ctx.signal);
       } catch (e) {
         throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
       }
-    });
-    return { entry, reader };
+    };
+    return { entry, reader: streamReader(open, () => this.release(loc)) };
   }
 
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
+    this.release(loc);
     return { entry: this.entryOf(loc, obj), link, storage: this.deps.mounts.info(loc.mount) };
   }
 
   async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
     const loc = await this.locate(await this.enter(ctx, path));
-    if (!loc || !loc.mount.capabilities.canUsage) return {};
-    const d = this.tree.driver(loc.mount);
-    return this.tree.call(() => d.usage!(this.args(ctx)));
+    try {
+      if (!loc || !loc.mount.capabilities.canUsage) return {};
+      const d = this.tree.driver(loc.mount);
+      return await this.tree.call(() => d.usage!(this.args(ctx)));
+    } finally {
+      this.release(loc);
+    }
   }
 
   mkdir(ctx: AccessContext, path: string, opts?: MkdirOptions): Promise<Entry> {

@@ -84,6 +84,10 @@ async function copy(dav: Dav, dst: string, isDir: boolean, overwrite: boolean, s
     }
     if (isDir || !isVfsError(e, 'CROSS_MOUNT')) throw e;
     const r = await vfs.read(dav.ctx, src);
-    await vfs.put(dav.ctx, dst, r.stream as Readable, { size: r.entry.size, modified: r.entry.modified, overwrite: true });
+    try {
+      await vfs.put(dav.ctx, dst, r.stream as Readable, { size: r.entry.size, modified: r.entry.modified, overwrite: true });
+    } finally {
+      r.stream.destroy(); // a put refused before reading leaves the source open (a connection, a storage held)
+    }
   }
 }
