@@ -4,7 +4,7 @@
  * any WRITE, and fails the create unless that STAT finds the file being written.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,5 +53,28 @@ describe('sshfs mount', () => {
     }
     expect(body).toBe('hi\n');
     expect(await readFile(join(mnt, 'new.txt'), 'utf8')).toBe('hi\n');
+  });
+
+  it('an app opening a file read-write (O_RDWR) reads, rewrites and truncates it', async () => {
+    const onDisk = join(s.dataDir, 'storage', 'rw.txt');
+    await writeFile(onDisk, 'hello world');
+    // Its own process: FUSE calls block, and this one serves the SFTP session behind the mount.
+    const script = `
+      const fs = require('node:fs');
+      const fd = fs.openSync(process.argv[1], 'r+');
+      const b = Buffer.alloc(5);
+      fs.readSync(fd, b, 0, 5, 6);
+      if (String(b) !== 'world') throw new Error('read back ' + b);
+      fs.writeSync(fd, 'HELLO', 0);
+      fs.ftruncateSync(fd, 8);
+      fs.closeSync(fd);`;
+    const r = await run(process.execPath, ['-e', script, join(mnt, 'rw.txt')]);
+    expect(r.code, r.stderr).toBe(0);
+    let body = '';
+    for (let i = 0; i < 50 && body !== 'HELLO wo'; i++) {
+      body = await readFile(onDisk, 'utf8').catch(() => '');
+      if (body !== 'HELLO wo') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(body).toBe('HELLO wo');
   });
 });

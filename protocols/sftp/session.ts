@@ -159,6 +159,11 @@ export class SftpSession {
     s.on('READ', (id: number, h: Buffer, offset: number, length: number) =>
       this.run(id, async () => {
         const r = this.handle(h);
+        if (r.kind === 'write') {
+          // READ|WRITE opens (sshfs for an app's O_RDWR) read back what the handle holds.
+          const back = await r.read(offset, length);
+          return void (back ? s.data(id, back) : this.out().status(id, STATUS.EOF));
+        }
         if (r.kind !== 'read') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
         const data = await r.read(offset, length);
         if (!data) return void this.out().status(id, STATUS.EOF);
@@ -186,7 +191,7 @@ export class SftpSession {
     s.on('FSETSTAT', (id: number, h: Buffer, attrs: InputAttributes) =>
       this.run(id, async () => {
         const hd = this.handle(h);
-        if (hd.kind === 'write') this.setstatWriting(hd, attrs);
+        if (hd.kind === 'write') await this.setstatWriting(hd, attrs);
         else await this.setstat(hd.path, attrs);
         this.ok(id);
       }),
@@ -303,6 +308,7 @@ export class SftpSession {
       seed: keep ? existing : undefined,
       tmpDir: this.d.tmpDir,
       release: this.writePool.release,
+      readable: (flags & OPEN_MODE.READ) !== 0,
     });
     // Registered before start() so a session ending meanwhile aborts this put too.
     const hid = this.addHandle(w);
@@ -359,8 +365,9 @@ export class SftpSession {
 
   /**
    * mtime maps onto the VFS; a size is accepted only when it is the current size (a no-op), any
-   * other is refused whole (nothing applied): truncate is not supported. Modes and owners are
-   * accepted and ignored (`put -p` sends them). A path this session is writing goes to its handle.
+   * other is refused whole (nothing applied): truncate is not supported (except on a READ|WRITE
+   * handle, see setstatWriting). Modes and owners are accepted and ignored (`put -p` sends them).
+   * A path this session is writing goes to its handle.
    */
   private async setstat(path: string, attrs: InputAttributes): Promise<void> {
     const w = this.writerOf(path);
@@ -369,9 +376,12 @@ export class SftpSession {
     if (attrs.mtime !== undefined) await this.vfs.setModified(this.ctx, path, toDate(attrs.mtime));
   }
 
-  /** (F)SETSTAT of a file being written: the size so far is the current size; mtime waits for CLOSE. */
-  private setstatWriting(w: WriteHandle, attrs: InputAttributes): void {
-    if (attrs.size !== undefined) refuseResize(w.size, attrs.size);
+  /**
+   * (F)SETSTAT of a file being written: the size so far is the current size, which only a handle
+   * holding the whole file (READ|WRITE) can change; mtime waits for CLOSE.
+   */
+  private async setstatWriting(w: WriteHandle, attrs: InputAttributes): Promise<void> {
+    if (attrs.size !== undefined && attrs.size !== w.size) await w.resize(attrs.size);
     if (attrs.mtime !== undefined) w.setModified(toDate(attrs.mtime));
   }
 

@@ -79,6 +79,34 @@ describe('WriteHandle', () => {
     await expect(h.write(0, chunk(2))).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
   });
 
+  it('a READ|WRITE handle reads back, rewrites and resizes what it holds; a write-only one refuses', async () => {
+    const { vfs, files } = fakeVfs();
+    const h = new WriteHandle(vfs, ctx, '/f', { overwrite: true, append: false, tmpDir: tmp, readable: true });
+    await h.start();
+    await h.write(0, Buffer.from('hello world'));
+    expect(String(await h.read(6, 100))).toBe('world');
+    await h.write(0, Buffer.from('HELLO')); // rewriting is fine: nothing was handed to the put yet
+    expect(String(await h.read(0, 5))).toBe('HELLO');
+    expect(await h.read(11, 10)).toBeUndefined(); // EOF
+    await h.resize(8);
+    expect(String(await h.read(0, 100))).toBe('HELLO wo');
+    await h.resize(10); // growing reads as zeros
+    expect(await h.read(8, 100)).toEqual(Buffer.alloc(2));
+    await h.write(20, Buffer.from('!')); // a hole past the spill file's end, then a byte
+    expect(await h.read(18, 10)).toEqual(Buffer.from([0, 0, 33]));
+    await h.close();
+    expect(files.get('/f')).toEqual(Buffer.concat([Buffer.from('HELLO wo'), Buffer.alloc(12), Buffer.from('!')]));
+    expect(await readdir(tmp)).toEqual([]);
+
+    const w = handle(vfs);
+    await w.start();
+    await w.write(0, chunk(1));
+    await expect(w.read(0, 10)).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
+    await expect(w.resize(0)).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
+    await w.close();
+    expect(files.get('/f')).toEqual(chunk(1));
+  });
+
   it('holds acks while the put is behind (backpressure)', async () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));

@@ -13,6 +13,8 @@
  * remains at CLOSE, or for opens that keep existing content (no TRUNC, APPEND), bytes from `base`
  * on go to a temp file in DATA/tmp (random access, holes read as zeros) and are streamed into the
  * same put at CLOSE. Rewriting bytes already handed to the put is refused (OP_UNSUPPORTED).
+ * A handle opened for reading too (READ|WRITE: sshfs for an app's O_RDWR) spills from byte 0, so
+ * the whole file is in the spill file: it reads back, rewrites and resizes like a local file.
  *
  * CLOSE resolves when the put is durable and reports its error; abort() (session gone without
  * CLOSE) destroys the body, so the put fails and the driver removes its temp file.
@@ -39,6 +41,8 @@ export interface WriteOpenOptions {
   tmpDir: string;
   /** Passed to vfs.put: body chunks the driver has written (their memory can be reused). */
   release?(chunk: Buffer): void;
+  /** Opened READ|WRITE: the whole file is kept in the spill file (see the header). */
+  readable?: boolean;
 }
 
 interface Spill {
@@ -98,7 +102,7 @@ export class WriteHandle {
    * wait in the body meanwhile. A driver failure after that point is reported by WRITE or CLOSE.
    */
   async start(): Promise<void> {
-    if (this.opts.seed || this.opts.append) {
+    if (this.opts.seed || this.opts.append || this.opts.readable) {
       try {
         await this.seedFrom(this.opts.seed);
       } catch (e) {
@@ -193,7 +197,40 @@ export class WriteHandle {
     this.reorderBytes = 0;
   }
 
-  /** Copy the file's current bytes into a spill file (non-truncating and append opens). */
+  /** Whether the spill file holds the whole file (reads, rewrites and resizes are possible). */
+  private get whole(): Spill | undefined {
+    return this.spill?.base === 0 ? this.spill : undefined;
+  }
+
+  /**
+   * READ on a READ|WRITE handle: the bytes as written so far (after the WRITEs before it); holes
+   * read as zeros; undefined at or past the end.
+   */
+  async read(offset: number, length: number): Promise<Buffer | undefined> {
+    await this.chain;
+    if (this.error) throw this.error;
+    const s = this.whole;
+    if (!s) throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
+    if (offset >= this.size) return undefined;
+    const buf = Buffer.alloc(Math.min(length, this.size - offset)); // zeroed: a hole past the spill file's end
+    await s.fd.read(buf, 0, buf.length, offset);
+    return buf;
+  }
+
+  /** SETSTAT size / ftruncate on a handle whose whole file is in the spill file; refused otherwise. */
+  resize(size: number): Promise<void> {
+    const op = this.chain.then(async () => {
+      if (this.error) throw this.error;
+      const s = this.whole;
+      if (!s) throw new VfsError('NOT_SUPPORTED', 'changing the size of a file being uploaded is not supported');
+      await s.fd.truncate(size);
+      this.size = size;
+    });
+    this.chain = op.catch(() => undefined);
+    return op;
+  }
+
+  /** Copy the file's current bytes into a spill file (non-truncating, append and READ|WRITE opens). */
   private async seedFrom(entry: Entry | undefined): Promise<void> {
     await this.openSpill();
     if (!entry || entry.size === 0) return;
