@@ -28,7 +28,7 @@ import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js'
 export interface RunningServer {
   core: Core;
   http: { address: string; port: number };
-  sftp?: { address: string; port: number };
+  sftp?: Pick<SftpListener, 'address' | 'port' | 'channels'>;
   /** Graceful stop: listeners close, in-flight requests finish (bounded), the store is flushed. */
   close(): Promise<void>;
 }
@@ -148,5 +148,5 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       log.info('treegate stopped');
     })());
 
-  return { core, http, sftp: sftp && { address: sftp.address, port: sftp.port }, close };
+  return { core, http, sftp: sftp && { address: sftp.address, port: sftp.port, channels: sftp.channels }, close };
 }

@@ -85,6 +85,24 @@ describe('server', () => {
     expect(await readFile(join(storage(), 'scp.txt'), 'utf8')).toBe('via scp');
   });
 
+  it('forgets a closed channel at once, not when its connection ends (ControlMaster: one channel per run)', async () => {
+    const channels = () => s.running.sftp!.channels();
+    const before = channels();
+    await withSsh2Sftp({ port: s.sftpPort, username: 'admin', privateKey }, async (first, client) => {
+      expect(channels()).toBe(before + 1);
+      for (let i = 0; i < 5; i++) {
+        const sftp = await new Promise<ssh2.SFTPWrapper>((resolve, reject) => client.sftp((e, c) => (e ? reject(e) : resolve(c))));
+        expect(channels()).toBe(before + 2);
+        const closed = new Promise((r) => sftp.once('close', r));
+        sftp.end();
+        await closed;
+        for (let t = 0; t < 100 && channels() !== before + 1; t++) await new Promise((r) => setTimeout(r, 10));
+        expect(channels()).toBe(before + 1);
+      }
+      expect(await statusCode((cb) => first.stat('/', cb))).toBeUndefined(); // the first channel still works
+    });
+  });
+
   it('advertises limits@openssh.com (255 KiB reads and writes) and answers statvfs', async () => {
     const r = await runSftp({ port: s.sftpPort, user: 'admin', key: key.path, args: ['-vvv'] }, ['df']);
     expect(r.code, r.stderr).toBe(0);

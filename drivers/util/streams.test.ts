@@ -1,5 +1,26 @@
+import { getEventListeners } from 'node:events';
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { tempName, utf8Prefix } from './streams.js';
+import { destroyOnAbort, tempName, utf8Prefix } from './streams.js';
+
+describe('destroyOnAbort', () => {
+  it('lets go of the signal when the stream closes, so a long-lived signal keeps no stream alive', async () => {
+    const ac = new AbortController(); // an SFTP channel's: it serves every download of the session
+    for (let i = 0; i < 20; i++) {
+      const s = new PassThrough();
+      destroyOnAbort(s, ac.signal);
+      const closed = new Promise((r) => s.once('close', r));
+      s.end('x');
+      s.resume();
+      await closed;
+    }
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+    const live = new PassThrough();
+    destroyOnAbort(live, ac.signal);
+    ac.abort();
+    expect(live.destroyed).toBe(true); // still does its job for streams that are open
+  });
+});
 
 describe('tempName', () => {
   it('stays within 255 UTF-8 bytes for long names in any script, and stays valid UTF-8', () => {

@@ -36,13 +36,19 @@ export function abortError(signal?: AbortSignal): VfsError {
   return new VfsError('UPSTREAM', 'operation aborted', { cause: signal?.reason });
 }
 
-/** Destroy `stream` with an UPSTREAM error when `signal` aborts; returns the unsubscribe function. */
+/**
+ * Destroy `stream` with an UPSTREAM error when `signal` aborts; returns the unsubscribe function.
+ * Unsubscribed by itself when the stream closes: a signal can outlive many streams (an SFTP channel's
+ * serves every download of the session), and each listener would keep its stream alive.
+ */
 export function destroyOnAbort(stream: Readable | Transform, signal?: AbortSignal): () => void {
   if (!signal) return () => undefined;
   const onAbort = () => stream.destroy(abortError(signal));
   if (signal.aborted) onAbort();
   else signal.addEventListener('abort', onAbort, { once: true });
-  return () => signal.removeEventListener('abort', onAbort);
+  const off = () => signal.removeEventListener('abort', onAbort);
+  stream.once('close', off);
+  return off;
 }
 
 /** Keep only bytes [start, end] (inclusive) of a stream that begins at byte `offset`. */

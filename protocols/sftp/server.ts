@@ -31,6 +31,8 @@ const { Server } = ssh2;
 export interface SftpListener {
   address: string;
   port: number;
+  /** SFTP channels open now, over all connections. */
+  channels(): number;
   close(): Promise<void>;
 }
 
@@ -102,6 +104,8 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const idleMs = Math.max(1, config.sftp.idle_timeout) * 1000;
   const cfg: ServerConfig = { hostKeys: hostKeys.initial, ident: `treegate_${core.version}`, algorithms: ALGORITHMS, keepaliveInterval: 30_000, keepaliveCountMax: 4 };
   const sockets = new Set<Socket>();
+  /** Each connection's open SFTP sessions (one per channel). */
+  const connections = new Set<Set<SftpSession>>();
   /** Live sockets (and their read buffers) by remote address:port: how onClient, given only ssh2's info, finds them. */
   const byPeer = new Map<string, { socket: Socket; reads?: ReusedReads }>();
   const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
@@ -120,6 +124,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     if (reads && !reads.attach(client)) log.debug('ssh2 internals differ: socket reads are copied');
     const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip);
     const sessions = new Set<SftpSession>();
+    connections.add(sessions);
     // One timer per connection: reset by auth steps and SFTP requests; an idle session is closed.
     const timer = setTimeout(() => {
       log.info({ ip, user: auth.principal?.username }, 'sftp connection idle, closing');
@@ -193,7 +198,11 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
             ip,
             signal: abort.signal,
           };
-          sessions.add(new SftpSession(accept(), { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive }));
+          const channel = accept();
+          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive });
+          sessions.add(s);
+          // One connection may carry thousands of channels (OpenSSH ControlMaster: one per `sftp` run).
+          channel.once('close', () => sessions.delete(s));
         });
         session.on('shell', (accept) => refuseChannel(accept));
         session.on('exec', (accept) => refuseChannel(accept));
@@ -212,6 +221,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     client.on('error', (err) => log.debug({ err, ip }, 'sftp connection error'));
     client.on('close', () => {
       clearTimeout(timer);
+      connections.delete(sessions);
       for (const s of sessions) s.teardown();
     });
   };
@@ -263,6 +273,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   return {
     address: addr.address,
     port: addr.port,
+    channels: () => [...connections].reduce((n, c) => n + c.size, 0),
     close: async () => {
       unsubscribe();
       const listening = new Promise<void>((resolve) => tcp.close(() => resolve()));
