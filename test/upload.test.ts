@@ -184,6 +184,46 @@ describe('PUT /api/fs/form', () => {
     expect(readdirSync(disk('cutform'))).toEqual([]);
   });
 
+  it('a form cut off before the storage got any bytes still ends its write (nothing left under way)', async () => {
+    const u = new URL(ts.url);
+    const boundary = 'tgboundary';
+    const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="small.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+    for (let i = 0; i < 3; i++) {
+      await new Promise<void>((resolve) => {
+        const req = request({
+          host: u.hostname, port: u.port, method: 'PUT', path: '/api/fs/form',
+          headers: { authorization: admin, 'file-path': `/cutsmall/s${i}.bin`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(1 << 20) },
+        });
+        req.on('error', () => resolve());
+        req.on('close', () => resolve());
+        // Less than the Local driver's first look at a body of unknown size (64 KiB).
+        req.write(Buffer.concat([Buffer.from(head), Buffer.alloc(1000, 7)]), () => setTimeout(() => req.destroy(), 200));
+      });
+    }
+    expect(await ts.running.core.vfs.settled(5000)).toBe(true);
+    expect(existsSync(disk('cutsmall')) ? readdirSync(disk('cutsmall')) : []).toEqual([]);
+  });
+
+  it('client hang-ups mid-upload are not logged as storage errors', async () => {
+    const u = new URL(ts.url);
+    const errorsBefore = ts.logs.filter((l) => l.includes('"level":50')).length;
+    for (const path of ['/api/fs/put', '/api/fs/form']) {
+      await new Promise<void>((resolve) => {
+        const req = request({
+          host: u.hostname, port: u.port, method: 'PUT', path,
+          headers: { authorization: admin, 'file-path': `/hangup${path.replace(/\//g, '-')}.bin`, 'content-length': String(1 << 20), 'content-type': path.endsWith('form') ? 'multipart/form-data; boundary=b' : 'application/octet-stream' },
+        });
+        req.on('error', () => resolve());
+        req.on('close', () => resolve());
+        const body = path.endsWith('form') ? Buffer.concat([Buffer.from('--b\r\nContent-Disposition: form-data; name="file"; filename="h.bin"\r\n\r\n'), Buffer.alloc(200_000, 1)]) : Buffer.alloc(200_000, 1);
+        req.write(body, () => setTimeout(() => req.destroy(), 200));
+      });
+    }
+    expect(await ts.running.core.vfs.settled(5000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 300)); // log lines are written in batches
+    expect(ts.logs.filter((l) => l.includes('"level":50')).slice(errorsBefore)).toEqual([]);
+  });
+
   it('As-Task answers the task object', async () => {
     const r = await form(admin, '/form/t.txt', [{ name: 'file', filename: 't.txt', body: 't' }], { 'as-task': 'true' });
     ok(r);

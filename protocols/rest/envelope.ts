@@ -52,7 +52,11 @@ const SCRUB: ReadonlySet<VfsErrorCode> = new Set(['UPSTREAM', 'INTERNAL']);
 export function toEnvelope(err: unknown, req: FastifyRequest): Envelope {
   if (err instanceof ApiError) return { code: err.code, message: err.message, data: err.data };
   if (err instanceof VfsError) {
-    if (SCRUB.has(err.code)) req.log.error({ err, cause: err.cause }, 'storage error');
+    if (SCRUB.has(err.code)) {
+      // A client that hung up mid-upload is its own doing, not a storage failure (WebDAV alike).
+      if (req.raw.destroyed) req.log.debug({ err }, 'client went away');
+      else req.log.error({ err, cause: err.cause }, 'storage error');
+    }
     // Path escapes answer 403 like AList/OpenList, other invalid input 400.
     const code = err.code === 'INVALID' && err.message === 'access using relative path is not allowed' ? 403 : ENVELOPE_CODE[err.code];
     return { code, message: err.message, data: null };

@@ -117,9 +117,12 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
       return;
     }
     let started: Promise<Entry | TaskInfo> | undefined;
+    let part: Readable | undefined;
     const malformed = (e: unknown) => new ApiError(400, `invalid multipart body: ${(e as Error).message}`);
     const fail = (e: unknown) => {
       req.raw.unpipe(bb);
+      // Unpiped, busboy never ends or errors the part: the put reading it would wait for ever.
+      if (part && !part.readableEnded) part.destroy(e instanceof Error ? e : new Error(String(e)));
       reject(e); // only the first settlement counts
     };
     bb.on('file', (name, stream) => {
@@ -128,6 +131,7 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
         stream.resume();
         return;
       }
+      part = stream;
       started = putBody(core, ctx, h, stream, true);
       started.catch((e: unknown) => {
         stream.resume();
