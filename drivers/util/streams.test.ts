@@ -16,9 +16,10 @@ describe('destroyOnAbort', () => {
     }
     expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
     const live = new PassThrough();
+    const failed = new Promise((r) => live.once('error', r));
     destroyOnAbort(live, ac.signal);
     ac.abort();
-    expect(live.destroyed).toBe(true); // still does its job for streams that are open
+    expect(await failed).toMatchObject({ code: 'UPSTREAM' }); // still does its job for streams that are open
   });
 });
 
