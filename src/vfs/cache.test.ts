@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Driver, DriverDefinition, Obj } from '../../drivers/types.js';
 import { memoryDefinition } from '../../drivers/memory/index.js';
-import { ListingCache } from './cache.js';
+import { ListingCache, SWEEP_EVERY } from './cache.js';
 import { body, ctx, makeCore, principal, storage, type TestCore } from './testing.js';
 
 const obj = (name: string): Obj => ({ name, path: '/' + name, size: 0, isDir: false, modified: new Date(0) });
@@ -17,6 +17,25 @@ describe('ListingCache', () => {
     expect((await c.list(1, '/', policy, fetch))[0]!.name).toBe('v1');
     now = 61_000;
     expect((await c.list(1, '/', policy, fetch))[0]!.name).toBe('v2');
+  });
+
+  it('sweeps expired listings of every mount out when it stores one, at most once a SWEEP_EVERY', async () => {
+    let now = 0;
+    const c = new ListingCache(() => now);
+    const fetch = async () => [obj('x')];
+    await c.list(1, '/a', policy, fetch); // a sweep (of nothing) at 0; expires at 60 s
+    await c.list(2, '/a', { ttlMinutes: 10, noCache: false }, fetch);
+    now = 30_000;
+    await c.list(1, '/b', policy, fetch); // expires at 90 s
+    now = 61_000; // the next sweep: mount 1's /a is gone, /b and mount 2's listing stay
+    await c.list(1, '/c', policy, fetch);
+    expect([c.size(1), c.size(2)]).toEqual([2, 1]);
+    now = 100_000; // /b has expired, but no sweep is due before 121 s
+    await c.list(1, '/d', policy, fetch);
+    expect(c.size(1)).toBe(3);
+    now = 61_000 + SWEEP_EVERY;
+    await c.list(2, '/b', policy, fetch); // storing on another mount sweeps this one too
+    expect([c.size(1), c.size(2)]).toEqual([1, 2]); // /d only (/c expired at 121 s too)
   });
 
   it('does not store with TTL 0 or no_cache, and refresh bypasses', async () => {

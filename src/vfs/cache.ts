@@ -6,6 +6,11 @@
  *
  * A generation counter per mount makes invalidation win over fetches already in flight: a listing
  * fetched before a write is not stored after it.
+ *
+ * An expired listing is dropped when its folder is asked for again, and every listing stored sweeps
+ * out all expired ones at most once a SWEEP_EVERY: otherwise a gateway whose users wander through
+ * many folders of a remote storage would keep every listing it ever made. (A sweep walks all cached
+ * folders, so once a minute keeps it a small share of the work.)
  */
 import { isWithin } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
@@ -21,6 +26,9 @@ interface MountCache {
   generation: number;
 }
 
+/** How often, at most, storing a listing sweeps expired ones out (ms). */
+export const SWEEP_EVERY = 60_000;
+
 export interface CachePolicy {
   /** Minutes; 0 or less disables storing (in-flight sharing still applies). */
   ttlMinutes: number;
@@ -30,6 +38,7 @@ export interface CachePolicy {
 
 export class ListingCache {
   private readonly mounts = new Map<number, MountCache>();
+  private nextSweep = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -57,7 +66,7 @@ export class ListingCache {
     const p = fetch().then(
       (objs) => {
         if (m.inflight.get(dpath) === p) m.inflight.delete(dpath);
-        if (cacheable && m.generation === generation) m.entries.set(dpath, { objs, expires: this.now() + policy.ttlMinutes * 60_000 });
+        if (cacheable && m.generation === generation) this.store(m, dpath, objs, policy.ttlMinutes);
         return objs;
       },
       (e: unknown) => {
@@ -67,6 +76,15 @@ export class ListingCache {
     );
     m.inflight.set(dpath, p);
     return p;
+  }
+
+  private store(m: MountCache, dpath: string, objs: Obj[], ttlMinutes: number): void {
+    const now = this.now();
+    if (now >= this.nextSweep) {
+      this.nextSweep = now + SWEEP_EVERY;
+      for (const other of this.mounts.values()) for (const [k, c] of other.entries) if (c.expires <= now) other.entries.delete(k);
+    }
+    m.entries.set(dpath, { objs, expires: now + ttlMinutes * 60_000 });
   }
 
   /** Drop one folder's listing (after a change inside it). */
