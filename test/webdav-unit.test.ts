@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KvRepo } from '../src/store/store.js';
 import { evaluateIf, parseIf, submittedTokens, type ResourceState } from '../protocols/webdav/if-header.js';
-import { ancestry, LockManager, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
+import { ancestry, LockManager, LOCKS_NS, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
 import { DeadProps } from '../protocols/webdav/dead-props.js';
 import { esc, parseXml, serializeContent } from '../protocols/webdav/xml.js';
 import { parseRange } from '../protocols/webdav/methods/get-put.js';
@@ -93,6 +93,22 @@ describe('locks', () => {
     await again.removeWithin('/g');
     expect(again.get(l2.token)).toBeUndefined();
     expect(again.empty).toBe(true);
+  });
+
+  it('sweeps expired locks out of memory and the store, at most once a SWEEP_EVERY, when a write asks for any', async () => {
+    const kv = memKv();
+    let now = 1_000_000;
+    const m = new LockManager(kv, () => now);
+    await m.create({ ...base, root: '/gone' }); // 60 s
+    expect(m.empty).toBe(false); // the first look sweeps (nothing expired); the next sweep is due in 60 s
+    now += 61_000;
+    expect(m.empty).toBe(true);
+    expect(await kv.entries(LOCKS_NS)).toEqual([]);
+    await m.create({ ...base, root: '/a', timeout: 30 });
+    now += 31_000; // expired, but the last sweep was 31 s ago
+    expect(m.empty).toBe(false);
+    now += 30_000;
+    expect(m.empty).toBe(true);
   });
 
   it('parses Timeout headers with a cap', () => {

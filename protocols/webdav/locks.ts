@@ -4,7 +4,9 @@
  * included), so users with different base paths see the same locks on the same file.
  *
  * A lock "covers" a path when it is rooted there, or at an ancestor with depth infinity. Expired
- * locks are dropped lazily whenever they are looked at.
+ * locks are dropped whenever they are looked at, and all of them at most once a SWEEP_EVERY when a
+ * write asks whether any lock exists: a client that locks and goes away (Windows, Finder) leaves its
+ * lock behind, which would stay in the store for good and keep every write off the no-lock fast path.
  */
 import { randomUUID } from 'node:crypto';
 import { VfsError } from '../../src/errors.js';
@@ -15,6 +17,8 @@ export const LOCKS_NS = 'webdav.locks';
 /** Longest lock we grant; clients refresh (Windows asks for Infinite and refreshes anyway). */
 export const MAX_TIMEOUT_S = 24 * 3600;
 export const DEFAULT_TIMEOUT_S = 3600;
+/** How often, at most, all expired locks are swept out (ms). */
+export const SWEEP_EVERY = 60_000;
 
 export interface LockInfo {
   token: string;
@@ -56,6 +60,7 @@ export class LockManager {
   private readonly byToken = new Map<string, LockInfo>();
   private readonly byRoot = new Map<string, Set<string>>();
   private loading?: Promise<void>;
+  private nextSweep = 0;
 
   constructor(
     private readonly kv: KvRepo,
@@ -72,9 +77,16 @@ export class LockManager {
     })());
   }
 
-  /** True when no lock exists at all (the fast path for every write). */
+  /** True when no live lock exists at all (the fast path for every write). */
   get empty(): boolean {
+    if (this.byToken.size === 0) return true;
+    if (this.now() >= this.nextSweep) this.sweep();
     return this.byToken.size === 0;
+  }
+
+  private sweep(): void {
+    this.nextSweep = this.now() + SWEEP_EVERY;
+    for (const l of [...this.byToken.values()]) this.alive(l);
   }
 
   get(token: string): LockInfo | undefined {
