@@ -246,7 +246,17 @@ export class MountTable {
     await d?.drop().catch(() => undefined);
   }
 
-  /** Give back a hold taken by `resolve`; the last one on a draining mount drops its driver. */
+  /**
+   * One more hold on a mount `resolve` gave out earlier (a stream opened later from its link); false
+   * once its driver is gone. Give it back with `release`.
+   */
+  hold(m: Mount): boolean {
+    if (!m.driver) return false;
+    m.holds++;
+    return true;
+  }
+
+  /** Give back a hold taken by `resolve` or `hold`; the last one on a draining mount drops its driver. */
   release(m: Mount): void {
     if (--m.holds === 0 && m.retired && this.draining.delete(m)) {
       void this.drop(m).then(() => this.deps.log.info({ mount: m.record.mount_path }, 'storage: drained old instance dropped'));

@@ -200,6 +200,31 @@ describe('a storage replaced or removed while operations run', () => {
     await waitFor(() => expect(old().dropped).toBe(true));
   });
 
+  it.each(['stream', 'positional reader'] as const)('a download through an Alias (%s) keeps the target\'s old instance until it ends', async (kind) => {
+    await core.storages.create(storage('/a', 'Alias', { addition: JSON.stringify({ paths: '/r' }) }));
+    const b = Buffer.alloc(4096);
+    let finish: () => Promise<Buffer>;
+    if (kind === 'stream') {
+      const r = await core.vfs.read(c, '/a/f.bin');
+      const it = r.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+      const first = (await it.next()).value as Buffer;
+      finish = async () => Buffer.concat([first, await rest(it)]);
+    } else {
+      const { reader } = await core.vfs.openReader(c, '/a/f.bin');
+      expect(await reader.read(b, 4096, 0)).toBe(4096);
+      finish = async () => {
+        const all = Buffer.alloc(data.length);
+        for (let at = 0; at < data.length; ) at += await reader.read(all.subarray(at), Math.min(65536, data.length - at), at);
+        await reader.close();
+        return all;
+      };
+    }
+    await edit();
+    expect(old().dropped).toBe(false);
+    expect((await finish()).equals(data)).toBe(true);
+    await waitFor(() => expect(old().dropped).toBe(true));
+  });
+
   it('dropAll drops a draining instance at once', async () => {
     const { it } = await openDownload();
     await edit();

@@ -227,7 +227,29 @@ export class Vfs implements VfsApi {
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
     this.release(loc);
-    return { entry: this.entryOf(loc, obj), link, storage: this.deps.mounts.info(loc.mount) };
+    return { entry: this.entryOf(loc, obj), link: link.kind === 'range' ? this.holding(loc, link) : link, storage: this.deps.mounts.info(loc.mount) };
+  }
+
+  /**
+   * A range link whose streams hold the mount while they are open, as read's do: an Alias streams
+   * its target's files through such links, and an edit of the target must not cut them.
+   */
+  private holding(loc: Located, link: Extract<Link, { kind: 'range' }>): Link {
+    const mounts = this.deps.mounts;
+    return {
+      ...link,
+      open: async (range, signal) => {
+        if (!mounts.hold(loc.mount)) throw new VfsError('STORAGE_UNAVAILABLE', 'storage was replaced or removed', { path: loc.vpath });
+        try {
+          const stream = await link.open(range, signal);
+          finished(stream, () => mounts.release(loc.mount));
+          return stream;
+        } catch (e) {
+          mounts.release(loc.mount);
+          throw e;
+        }
+      },
+    };
   }
 
   async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
