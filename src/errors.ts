@@ -21,6 +21,7 @@ export const VFS_ERROR_CODES = [
   'CROSS_MOUNT', // a move between two storages
   'STORAGE_UNAVAILABLE', // the storage failed to init or is disabled
   'UPSTREAM', // the driver's backend failed (I/O, network)
+  'NO_SPACE', // the storage is full (or the user's quota there is used up)
   'LOCKED', // a WebDAV lock held by someone else
   'TOO_MANY_ATTEMPTS', // login throttled
   'INTERNAL', // a bug
@@ -71,6 +72,7 @@ function defaultMessage(code: VfsErrorCode): string {
     case 'CROSS_MOUNT': return "can't move files between two storages, try to copy";
     case 'STORAGE_UNAVAILABLE': return 'storage not available';
     case 'UPSTREAM': return 'storage backend error';
+    case 'NO_SPACE': return 'no space left on the storage';
     case 'LOCKED': return 'locked';
     case 'TOO_MANY_ATTEMPTS':
       return 'Too many unsuccessful sign-in attempts have been made using an incorrect username or password, Try again later.';
@@ -94,6 +96,8 @@ export function fromErrno(e: unknown, path?: string): VfsError {
     case 'EINVAL':
     case 'ENAMETOOLONG': return new VfsError('INVALID', undefined, { path, cause: e });
     case 'EXDEV': return new VfsError('CROSS_MOUNT', undefined, { path, cause: e });
+    case 'ENOSPC':
+    case 'EDQUOT': return new VfsError('NO_SPACE', undefined, { path, cause: e });
     case 'ELOOP': return new VfsError('NOT_FOUND', undefined, { path, cause: e });
     default: return new VfsError('UPSTREAM', undefined, { path, cause: e });
   }

@@ -53,6 +53,8 @@ export function ftpError(e: unknown, path?: string): VfsError {
   if (e instanceof FTPError) {
     if (e.code === 550) return new VfsError('NOT_FOUND', undefined, { path, cause: e });
     if (e.code === 553) return new VfsError('INVALID', `ftp: ${e.message}`, { path, cause: e });
+    // 452 insufficient storage, 552 storage allocation exceeded (RFC 959)
+    if (e.code === 452 || e.code === 552) return new VfsError('NO_SPACE', undefined, { path, cause: e });
     return new VfsError('UPSTREAM', `ftp: ${e.message}`, { path, cause: e });
   }
   return new VfsError('UPSTREAM', `ftp: ${(e as Error)?.message ?? 'failure'}`, { path, cause: e });

@@ -16,6 +16,7 @@ function statusError(res: DavResponse, op: string, path: string): VfsError {
   if (s === 412) return new VfsError('EXISTS', undefined, { path });
   if (s === 401) return new VfsError('UPSTREAM', `webdav: ${op} refused: authentication failed (401)`, { path });
   if (s === 403) return new VfsError('FORBIDDEN', `webdav: ${op} forbidden by the server`, { path });
+  if (s === 507) return new VfsError('NO_SPACE', undefined, { path });
   // treegate's /dav answers 508 to a request carrying its own instance id: this storage mounts the
   // very server it runs in (directly or through one of its mounts), which would recurse forever.
   if (s === 508) return new VfsError('INVALID', 'webdav: the address leads back to this treegate itself (508 Loop Detected); refusing to mount it', { path });

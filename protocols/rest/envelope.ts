@@ -41,6 +41,7 @@ export const ENVELOPE_CODE: Record<VfsErrorCode, number> = {
   CROSS_MOUNT: 500,
   STORAGE_UNAVAILABLE: 500,
   UPSTREAM: 500,
+  NO_SPACE: 500,
   LOCKED: 423,
   TOO_MANY_ATTEMPTS: 429,
   INTERNAL: 500,
@@ -57,6 +58,7 @@ export function toEnvelope(err: unknown, req: FastifyRequest): Envelope {
       if (req.raw.destroyed) req.log.debug({ err }, 'client went away');
       else req.log.error({ err, cause: err.cause }, 'storage error');
     }
+    if (err.code === 'NO_SPACE') req.log.warn({ path: err.path }, 'storage full');
     // Path escapes answer 403 like AList/OpenList, other invalid input 400.
     const code = err.code === 'INVALID' && err.message === 'access using relative path is not allowed' ? 403 : ENVELOPE_CODE[err.code];
     return { code, message: err.message, data: null };

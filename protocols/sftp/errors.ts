@@ -36,6 +36,8 @@ export const SFTP_STATUS: Record<VfsErrorCode, SftpStatus> = {
   // Backend details stay in the log, never on the wire.
   STORAGE_UNAVAILABLE: { code: STATUS.FAILURE, message: 'storage not available' },
   UPSTREAM: { code: STATUS.FAILURE, message: 'storage backend error' },
+  // v3 has no status for it (v5's NO_SPACE_ON_FILESYSTEM): the message says it.
+  NO_SPACE: FAIL_WITH_MESSAGE,
   INTERNAL: { code: STATUS.FAILURE, message: 'internal error' },
 };
 

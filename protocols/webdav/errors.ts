@@ -20,6 +20,7 @@ export const STATUS_BY_CODE: Record<VfsErrorCode, number> = {
   LOCKED: 423,
   STORAGE_UNAVAILABLE: 502,
   UPSTREAM: 502,
+  NO_SPACE: 507, // Insufficient Storage (RFC 4918 §11.5): clients say the disk is full
   INTERNAL: 500,
   TOO_MANY_ATTEMPTS: 429,
 };
