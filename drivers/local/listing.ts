@@ -45,15 +45,24 @@ export function sortByteWise<T extends { name: string }>(entries: T[]): T[] {
   return keyed.map((x) => x.e);
 }
 
+/**
+ * Only files and folders are served. A FIFO would block the thread that opens it until some writer
+ * came (four such downloads stall every file operation of the server), and devices or sockets are
+ * no files to download either: they are left out of listings and are not found by path.
+ */
+export const isServed = (st: Stats): boolean => st.isFile() || st.isDirectory();
+
 /** The stats of one entry as listed, or undefined when it must not be listed. */
 function statEntry(full: string, inside: (real: string) => boolean): Stats | undefined {
   try {
-    const st = lstatSync(full, { throwIfNoEntry: false });
-    if (!st?.isSymbolicLink()) return st; // undefined: vanished between readdir and lstat
-    // Links are followed only when their target is inside the root; escaping or dangling links
-    // are left out, so listings leak nothing outside.
-    if (!inside(realpathSync.native(full))) return undefined;
-    return statSync(full, { throwIfNoEntry: false });
+    let st = lstatSync(full, { throwIfNoEntry: false }); // undefined: vanished between readdir and lstat
+    if (st?.isSymbolicLink()) {
+      // Links are followed only when their target is inside the root; escaping or dangling links
+      // are left out, so listings leak nothing outside.
+      if (!inside(realpathSync.native(full))) return undefined;
+      st = statSync(full, { throwIfNoEntry: false });
+    }
+    return st && isServed(st) ? st : undefined;
   } catch {
     return undefined; // a dangling or looping link, or an entry we may not stat
   }

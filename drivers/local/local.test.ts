@@ -1,4 +1,7 @@
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
+import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -114,6 +117,26 @@ describe('Local driver specifics', () => {
     expect((await d.list(rootObj, NO_ARGS)).map((o) => [o.name, o.isDir])).toEqual([['alias', true], ['real', true]]);
     const link = await d.link(await d.get('/alias/f', NO_ARGS), NO_ARGS);
     expect((await collect(await openLink(link))).toString()).toBe('inside');
+  });
+
+  it('serves only files and folders: a FIFO or socket is not listed, not found, and not replaced by an upload', async () => {
+    await writeFile(join(root, 'plain.txt'), 'plain');
+    execFileSync('mkfifo', [join(root, 'fifo')]);
+    const sock = createServer().listen(join(root, 'sock'));
+    await once(sock, 'listening');
+    await symlink(join(root, 'fifo'), join(root, 'to-fifo')); // inside the root, to a FIFO
+    try {
+      const d = await make();
+      expect((await d.list(rootObj, NO_ARGS)).map((o) => o.name)).toEqual(['plain.txt']);
+      for (const p of ['/fifo', '/sock', '/to-fifo']) expect(await codeOf(d.get(p, NO_ARGS))).toBe('NOT_FOUND');
+      // Reading it would block a thread until a writer came; link refuses it even when asked directly.
+      const fifoObj: Obj = { name: 'fifo', path: '/fifo', size: 0, isDir: false, modified: new Date() };
+      expect(await codeOf(d.link(fifoObj, NO_ARGS))).toBe('NOT_FOUND');
+      expect(await codeOf(d.put(rootObj, Readable.from([Buffer.from('x')]), { name: 'fifo', size: 1 }))).toBe('FORBIDDEN');
+      expect((await lstat(join(root, 'fifo'))).isFIFO()).toBe(true);
+    } finally {
+      sock.close();
+    }
   });
 
   it('refuses `..`, backslashes and NUL in driver paths and names', async () => {

@@ -6,7 +6,7 @@ import { VfsError, fromErrno } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, normalize, parent, validateName } from '../../src/paths.js';
 import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
-import { listHostDir, TEMP_PREFIX } from './listing.js';
+import { isServed, listHostDir, TEMP_PREFIX } from './listing.js';
 import { putFile } from './put-file.js';
 import { watchRoot } from './watch.js';
 import type { LocalOptions } from './index.js';
@@ -101,7 +101,7 @@ export class LocalDriver implements Driver {
       throw fromErrno(e, path);
     }
     // A missing path is common (the target of an upload): one error object instead of three.
-    if (!found) throw new VfsError('NOT_FOUND', undefined, { path });
+    if (!found || !isServed(found)) throw new VfsError('NOT_FOUND', undefined, { path });
     return toObj(path, found);
   }
 
@@ -119,6 +119,7 @@ export class LocalDriver implements Driver {
     return this.at(file.path, async (_h, real) => {
       const st = statSync(real);
       if (st.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+      if (!st.isFile()) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
       return { kind: 'file', path: real, size: st.size };
     });
   }
@@ -231,6 +232,8 @@ export class LocalDriver implements Driver {
       const prior = lstatSync(target, { throwIfNoEntry: false });
       if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
       if (prior?.isSymbolicLink()) this.p.realOf(target, dpath); // a link leaving the root is FORBIDDEN
+      // A FIFO, socket or device is not shown, so an upload must not silently replace it either.
+      else if (prior && !prior.isFile()) throw new VfsError('FORBIDDEN', 'not a regular file', { path: dpath });
     } catch (e) {
       throw fromErrno(e, dpath);
     }
