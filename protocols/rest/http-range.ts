@@ -1,8 +1,9 @@
 /**
  * HTTP validators and single byte ranges for streamed downloads, following Go's http.ServeContent
- * as AList uses it: ETag `"<hex mtime seconds>-<hex size>"`, Last-Modified, If-None-Match /
- * If-Modified-Since → 304, If-Range, Range → 206 or 416. A multi-range request is answered with
- * the whole file (200), which RFC 9110 allows; a malformed Range header is ignored.
+ * as AList uses it: ETag `"<hex mtime seconds>-<hex size>"`, Last-Modified, If-Match /
+ * If-Unmodified-Since → 412, If-None-Match / If-Modified-Since → 304, If-Range, Range → 206 or 416.
+ * A multi-range request is answered with the whole file (200), which RFC 9110 allows; a malformed
+ * Range header is ignored.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 
@@ -24,6 +25,20 @@ function etagListMatches(list: string, etag: string, weak: boolean): boolean {
     const a = weak ? t.replace(/^W\//, '') : t;
     return a === (weak ? etag.replace(/^W\//, '') : etag) && !(!weak && t.startsWith('W/'));
   });
+}
+
+/**
+ * True when If-Match (no strong match, `*` aside) or, without it, If-Unmodified-Since (the file
+ * changed since) fails: answer 412, as Go's checkPreconditions does. A client resuming a download
+ * with these must not get bytes of a file that changed in between.
+ */
+export function preconditionFailed(h: IncomingHttpHeaders, etag: string, modified: Date): boolean {
+  const im = header(h, 'if-match');
+  if (im !== undefined && im.trim() !== '') return !etagListMatches(im, etag, false);
+  const ius = header(h, 'if-unmodified-since');
+  if (ius === undefined) return false;
+  const t = Date.parse(ius);
+  return Number.isFinite(t) && seconds(modified) > Math.floor(t / 1000);
 }
 
 /** True when the client's cached copy is current (answer 304 to GET/HEAD). */

@@ -25,7 +25,7 @@ import type { RoutePlugin } from '../route-types.js';
 import { ApiError } from '../envelope.js';
 import { extOf, settingOr, typeList } from '../entry.js';
 import { downProxy, mustProxy } from '../fs-common.js';
-import { attachment, etagOf, notModified, planRange } from '../http-range.js';
+import { attachment, etagOf, notModified, planRange, preconditionFailed } from '../http-range.js';
 import { queryString } from '../input.js';
 import { contentTypeOf } from '../mime.js';
 
@@ -90,6 +90,10 @@ async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: 
   reply.header('Last-Modified', entry.modified.toUTCString());
   reply.header('Content-Type', contentTypeOf(entry.name));
   reply.header('Content-Disposition', attachment(entry.name));
+  if (preconditionFailed(req.headers, etag, entry.modified)) {
+    reply.removeHeader('Content-Type');
+    return reply.code(412).send();
+  }
   if (notModified(req.headers, etag, entry.modified)) {
     reply.removeHeader('Content-Type');
     return reply.code(304).send();

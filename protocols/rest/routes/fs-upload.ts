@@ -48,10 +48,20 @@ function pathUnescape(raw: string): string {
   }
 }
 
+/**
+ * Last-Modified in unix milliseconds, digits only as Go's strconv.ParseInt reads them (`1e12`,
+ * `0x10` are not numbers there). Missing, zero, invalid, or past what a Date can hold (±8.64e15;
+ * such a time failed the whole upload) → now.
+ */
+function lastModified(text: string): Date {
+  const ms = /^\+?\d{1,16}$/.test(text) ? Number(text) : 0;
+  const d = new Date(ms);
+  return ms > 0 && !Number.isNaN(d.getTime()) ? d : new Date();
+}
+
 function uploadHeaders(req: FastifyRequest, needLength: boolean): UploadHeaders {
   const rawPath = header(req, 'file-path');
   if (rawPath === '') throw new ApiError(400, 'File-Path header is required');
-  const ms = Number(header(req, 'last-modified'));
   const lenText = header(req, 'content-length');
   let size: number | undefined;
   if (needLength && lenText !== '') {
@@ -67,7 +77,7 @@ function uploadHeaders(req: FastifyRequest, needLength: boolean): UploadHeaders 
     path: pathUnescape(utf8Header(rawPath)),
     overwrite: header(req, 'overwrite') !== 'false',
     asTask: header(req, 'as-task') === 'true',
-    modified: Number.isSafeInteger(ms) && ms > 0 && header(req, 'last-modified').trim() !== '' ? new Date(ms) : new Date(),
+    modified: lastModified(header(req, 'last-modified')),
     size,
     hashes,
   };

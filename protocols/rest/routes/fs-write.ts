@@ -54,7 +54,12 @@ async function filesBelow(core: Core, ctx: AccessContext, dir: string, skipDir: 
   return out;
 }
 
-/** Remove empty folders below `dir` (post-order, so a parent emptied by its children goes too). */
+/**
+ * Remove empty folders below `dir` (post-order, so a parent emptied by its children goes too). The
+ * listing leaves out what this user may not see (meta hide) and what the driver skips (upload temp
+ * files), so a folder that looks empty is removed only if the storage finds it empty (onlyEmpty);
+ * otherwise it stays, as a folder with visible entries does.
+ */
 async function pruneEmpty(core: Core, ctx: AccessContext, dir: string, depth = 0): Promise<boolean> {
   if (depth > 64) return false;
   const { entries } = await core.vfs.list(ctx, dir);
@@ -64,7 +69,12 @@ async function pruneEmpty(core: Core, ctx: AccessContext, dir: string, depth = 0
     if (await pruneEmpty(core, ctx, join(dir, e.name), depth + 1)) left--;
   }
   if (depth === 0 || left > 0) return false;
-  await core.vfs.remove(ctx, dir);
+  try {
+    await core.vfs.remove(ctx, dir, { onlyEmpty: true });
+  } catch (e) {
+    if (isVfsError(e, 'NOT_EMPTY')) return false;
+    throw e;
+  }
   return true;
 }
 
@@ -116,9 +126,10 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const dir = normalize(str(f, 'src_dir'));
+    const pattern = str(f, 'src_name_regex'); // a non-string is a 400, not a regexp error
     let re: GoRegex;
     try {
-      re = GoRegex.compile(str(f, 'src_name_regex'));
+      re = GoRegex.compile(pattern);
     } catch (e) {
       throw new ApiError(500, (e as Error).message);
     }
@@ -168,14 +179,21 @@ const routes: RoutePlugin = async (app, { core }) => {
     const srcDir = normalize(str(f, 'src_dir'));
     const dstDir = normalize(str(f, 'dst_dir'));
     const policy = str(f, 'conflict_policy');
-    const files = await filesBelow(core, ctx, srcDir, dstDir);
+    // Files already in dst_dir stay where they are (src_dir may be dst_dir or hold it).
+    const files = (await filesBelow(core, ctx, srcDir, dstDir)).filter((e) => parent(e.vpath) !== dstDir);
     const taken = new Set<string>();
     if (policy === 'cancel' || policy === 'skip') {
       for (const e of (await core.vfs.list(ctx, dstDir)).entries) taken.add(e.name);
     }
-    if (policy === 'cancel') for (const e of files) if (taken.has(e.name)) throw existsError(e.name);
+    // cancel refuses before anything moves, also when two files of the batch share a name (AList).
+    if (policy === 'cancel') {
+      const seen = new Set(taken);
+      for (const e of files) {
+        if (seen.has(e.name)) throw existsError(e.name);
+        seen.add(e.name);
+      }
+    }
     for (const e of files) {
-      if (parent(e.vpath) === dstDir) continue;
       if (policy === 'skip') {
         if (taken.has(e.name)) continue;
         taken.add(e.name);

@@ -27,8 +27,10 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/setting/set_aria2', async (req) => {
     const f = fields(req);
+    const uri = str(f, 'uri'); // read outside the try: a field of the wrong type is a 400, not a failed aria2
+    const secret = str(f, 'secret');
     try {
-      return ok(`aria2 version: ${await offline.setAria2(str(f, 'uri'), str(f, 'secret'))}`);
+      return ok(`aria2 version: ${await offline.setAria2(uri, secret)}`);
     } catch (e) {
       if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
       throw new ApiError(500, `failed get aria2 version: ${(e as Error).message}`);
