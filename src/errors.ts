@@ -93,8 +93,8 @@ export function fromErrno(e: unknown, path?: string): VfsError {
     case 'EACCES':
     case 'EPERM': return new VfsError('FORBIDDEN', undefined, { path, cause: e });
     case 'EROFS': return new VfsError('READ_ONLY', undefined, { path, cause: e });
-    case 'EINVAL':
-    case 'ENAMETOOLONG': return new VfsError('INVALID', undefined, { path, cause: e });
+    case 'EINVAL': return new VfsError('INVALID', undefined, { path, cause: e });
+    case 'ENAMETOOLONG': return new VfsError('INVALID', 'file name too long', { path, cause: e });
     case 'EXDEV': return new VfsError('CROSS_MOUNT', undefined, { path, cause: e });
     case 'ENOSPC':
     case 'EDQUOT': return new VfsError('NO_SPACE', undefined, { path, cause: e });

@@ -49,6 +49,19 @@ describe('recursive_move', () => {
   });
 });
 
+describe('names longer than the file system holds (255 bytes)', () => {
+  it('mkdir, put and rename answer "file name too long" and create nothing', async () => {
+    await mkdir(ts, admin, '/long');
+    await seed(ts, admin, { '/long/short.txt': 's' });
+    const long = 'n'.repeat(256);
+    expectCode(await post('/api/fs/mkdir', { path: `/long/${long}` }), 400, 'file name too long');
+    const put = await fetch(`${ts.url}/api/fs/put`, { method: 'PUT', body: 'x', headers: { authorization: admin, 'file-path': encodeURIComponent(`/long/${long}`) } });
+    expectCode(await put.json(), 400, 'file name too long');
+    expectCode(await post('/api/fs/rename', { path: '/long/short.txt', name: long }), 400, 'file name too long');
+    expect(tree('long')).toEqual(['short.txt']);
+  });
+});
+
 describe('regex_rename', () => {
   it('a src_name_regex that is not a string is a 400 like any bad field, not a 500 regexp error', async () => {
     await mkdir(ts, admin, '/rr');
