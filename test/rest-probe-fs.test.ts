@@ -56,7 +56,7 @@ describe('names longer than the file system holds (255 bytes)', () => {
     const long = 'n'.repeat(256);
     expectCode(await post('/api/fs/mkdir', { path: `/long/${long}` }), 400, 'file name too long');
     const put = await fetch(`${ts.url}/api/fs/put`, { method: 'PUT', body: 'x', headers: { authorization: admin, 'file-path': encodeURIComponent(`/long/${long}`) } });
-    expectCode(await put.json(), 400, 'file name too long');
+    expectCode((await put.json()) as { code: number; message: string }, 400, 'file name too long');
     expectCode(await post('/api/fs/rename', { path: '/long/short.txt', name: long }), 400, 'file name too long');
     expect(tree('long')).toEqual(['short.txt']);
   });
