@@ -15,6 +15,13 @@ import pino from 'pino';
 import defaults from '../config/default.json' with { type: 'json' };
 import { AtomicJsonFile } from './store/atomic-file.js';
 
+/** Cross-origin browser access (AList's `cors` keys); see protocols/cors.ts. */
+export interface CorsConfig {
+  allow_origins: string[];
+  allow_methods: string[];
+  allow_headers: string[];
+}
+
 export interface Config {
   dataDir: string;
   configFile: string;
@@ -30,6 +37,7 @@ export interface Config {
   temp_dir: string;
   trusted_proxies: string[];
   max_json_body: number;
+  cors: CorsConfig;
   /** Things worth a warning once the logger exists (unknown keys in the config file). */
   warnings?: string[];
 }

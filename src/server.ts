@@ -24,6 +24,7 @@ import { buildRestApp } from '../protocols/rest/app.js';
 import { createWebdavHandler, DAV_PREFIX } from '../protocols/webdav/handler.js';
 import { basePathOf, stripBasePathFromRequest } from '../protocols/rest/frontend/base-path.js';
 import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js';
+import { handleCors } from '../protocols/cors.js';
 
 export interface RunningServer {
   core: Core;
@@ -92,6 +93,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
         stripBasePathFromRequest(req, basePath);
+        if (handleCors(config.cors, req, res)) return;
         return dav && isDav(req) ? dav.handle(req, res) : handler(req, res);
       }),
   });
