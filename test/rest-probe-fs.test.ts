@@ -62,6 +62,13 @@ describe('names longer than the file system holds (255 bytes)', () => {
   });
 });
 
+describe('routes', () => {
+  it('a trailing slash reaches the route, as gin\'s redirect does for AList', async () => {
+    expect(await post('/api/fs/list/', { path: '/' })).toMatchObject({ code: 200 });
+    expect(await ts.api('/api/public/settings/')).toMatchObject({ code: 200 });
+  });
+});
+
 describe('regex_rename', () => {
   it('a src_name_regex that is not a string is a 400 like any bad field, not a 500 regexp error', async () => {
     await mkdir(ts, admin, '/rr');

@@ -59,6 +59,9 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
     bodyLimit: core.config.max_json_body,
     trustProxy: proxies.length ? proxies : false,
     return503OnClosing: true,
+    // `/api/fs/list/` is `/api/fs/list`: gin (AList) redirects a trailing slash to the route, and
+    // scripts written against it rely on that.
+    routerOptions: { ignoreTrailingSlash: true },
     // Errors fastify raises before routing (a URL with a bad percent-escape, ...) get the envelope too.
     frameworkErrors: (err, req, reply) => errorHandler(err, req, reply),
     ...(opts.serverFactory ? { serverFactory: opts.serverFactory } : {}),
