@@ -9,7 +9,7 @@ import { DavError } from './errors.js';
 import { evaluateIf, parseIf, submittedTokens, type IfList, type ResourceState } from './if-header.js';
 import { etagOf } from './resource.js';
 import { utf8Header } from '../header-text.js';
-import { hrefOf, userPathOf, vpathOf, type Dav } from './request.js';
+import { hrefOf, parentOf, userPathOf, vpathOf, type Dav } from './request.js';
 import { esc } from './xml.js';
 import type { LockInfo } from './locks.js';
 
@@ -112,9 +112,12 @@ export async function checkWrite(dav: Dav, targets: WriteTarget[]): Promise<void
 async function lockedHrefs(dav: Dav, locks: LockInfo[]): Promise<string> {
   const out = new Set<string>();
   for (const l of locks) {
-    const p = relativeTo(dav.ctx.principal.basePath, l.root) ?? '/'; // a lock above the user's root: their root
-    const isDir = p === '/' || (await dav.deps.vfs.stat(dav.ctx, p).then((e) => e.isDir, () => false));
-    out.add(`<D:href>${esc(hrefOf(p, isDir, dav.deps.siteBase))}</D:href>`);
+    let p = relativeTo(dav.ctx.principal.basePath, l.root) ?? '/'; // a lock above the user's root: their root
+    let e: Entry | undefined;
+    // A lock on something this user may not see (a hidden entry, inside a password folder) is named by
+    // its nearest visible ancestor: the answer must not reveal the hidden name.
+    while (p !== '/' && !(e = await dav.deps.vfs.stat(dav.ctx, p).catch(() => undefined))) p = parentOf(p);
+    out.add(`<D:href>${esc(hrefOf(p, !e || e.isDir, dav.deps.siteBase))}</D:href>`);
   }
   return [...out].join('');
 }

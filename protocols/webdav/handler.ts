@@ -139,7 +139,8 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       return;
     }
     const status = statusOf(e, method);
-    if (status >= 500) deps.log.error({ err: e, method }, 'webdav request failed');
+    // A DavError is the adapter's own answer to the request (a 502 for a Destination elsewhere), not a fault.
+    if (status >= 500 && !(e instanceof DavError)) deps.log.error({ err: e, method }, 'webdav request failed');
     const headers: Record<string, string> = {};
     if (status === 401) headers['WWW-Authenticate'] = 'Basic realm="treegate", charset="UTF-8"';
     if (status === 429) headers['Retry-After'] = '60';

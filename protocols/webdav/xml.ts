@@ -20,8 +20,19 @@ export interface XElem {
 }
 export type XNode = XElem | string;
 
+// fast-xml-parser throws on element and attribute names like `constructor` or `__proto__` and renames
+// `toString` and friends to `__toString`, though all are ordinary XML names (a property called
+// `constructor` in some namespace is legal). Every name gets this mark, which no dangerous name
+// starts with and no XML name can start with, and build() takes it off again. (The parser transforms
+// a self-closing tag's name twice, so marking must be idempotent.)
+const MARK = '~';
+const mark = (name: string) => (name.startsWith(MARK) ? name : MARK + name);
+const unmark = (name: string) => name.slice(MARK.length);
+
 const parser = new XMLParser({
   preserveOrder: true,
+  transformTagName: mark,
+  transformAttributeName: mark,
   ignoreAttributes: false,
   attributeNamePrefix: '',
   parseTagValue: false,
@@ -61,12 +72,14 @@ function split(name: string): [string, string] {
 function build(raw: Raw, parentScope: ReadonlyMap<string, string>): XNode {
   if ('#text' in raw) return decode(String(raw['#text']));
   if ('#cdata' in raw) return ((raw['#cdata'] as Raw[]) ?? []).map((t) => String(t['#text'] ?? '')).join('');
-  const name = Object.keys(raw).find((k) => k !== ':@');
-  if (!name) throw new DavError(400, 'malformed XML');
+  const key = Object.keys(raw).find((k) => k !== ':@');
+  if (!key) throw new DavError(400, 'malformed XML');
+  const name = unmark(key);
   const rawAttrs = (raw[':@'] as Record<string, string> | undefined) ?? {};
   let scope = parentScope;
   const attrs = Object.create(null) as Record<string, string>; // keyed by client attribute names
-  for (const [k, v] of Object.entries(rawAttrs)) {
+  for (const [mk, v] of Object.entries(rawAttrs)) {
+    const k = unmark(mk);
     const val = decode(String(v));
     if (k === 'xmlns' || k.startsWith('xmlns:')) {
       if (scope === parentScope) scope = new Map(parentScope);
@@ -81,7 +94,7 @@ function build(raw: Raw, parentScope: ReadonlyMap<string, string>): XNode {
   if (ns === undefined) {
     if (prefix !== '') throw new DavError(400, `undeclared namespace prefix ${prefix}`);
   }
-  const children = ((raw[name] as Raw[]) ?? []).map((c) => build(c, scope));
+  const children = ((raw[key] as Raw[]) ?? []).map((c) => build(c, scope));
   return { ns: ns ?? '', local, attrs, scope, children };
 }
 
@@ -90,7 +103,13 @@ export function parseXml(text: string): XElem {
   const body = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   if (/<!DOCTYPE/i.test(body)) throw new DavError(400, 'DTDs are not accepted');
   if (XMLValidator.validate(body) !== true) throw new DavError(400, 'malformed XML');
-  const roots = (parser.parse(body) as Raw[]).map((r) => build(r, new Map([['xml', 'http://www.w3.org/XML/1998/namespace']])));
+  let parsed: Raw[];
+  try {
+    parsed = parser.parse(body) as Raw[];
+  } catch {
+    throw new DavError(400, 'malformed XML'); // well-formed, but beyond the parser's limits (nesting depth)
+  }
+  const roots = parsed.map((r) => build(r, new Map([['xml', 'http://www.w3.org/XML/1998/namespace']])));
   const elems = roots.filter((r): r is XElem => typeof r !== 'string');
   if (elems.length !== 1 || roots.some((r) => typeof r === 'string' && r.trim() !== '')) throw new DavError(400, 'malformed XML');
   return elems[0]!;

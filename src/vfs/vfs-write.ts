@@ -234,7 +234,8 @@ export class VfsWriter {
     requireBit(can.remove(ctx.principal));
     const loc = await this.vfs.locate(vpath);
     try {
-      if (!loc || isRootPath(loc.dpath)) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
+      // A user's own root (their base path) neither: they would delete their home and lock themselves out.
+      if (!loc || isRootPath(loc.dpath) || vpath === join(ctx.principal.basePath, '/')) throw new VfsError('FORBIDDEN', DELETE_ROOT_MESSAGE, { path: vpath });
       requireCap(loc.mount.capabilities, 'canRemove');
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);

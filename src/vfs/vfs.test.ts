@@ -131,6 +131,15 @@ describe('Vfs', () => {
     expect(await code(core.vfs.stat(admin, '/m/dir/file.txt'))).toBe('NOT_FOUND');
   });
 
+  it('refuses to remove a user\'s own root (the base path folder): whatever the protocol, nobody deletes their home', async () => {
+    await core.vfs.put(admin, '/m/home/carol/f.txt', body('x'));
+    const carol = ctx(principal(ALL, '/m/home/carol'));
+    for (const p of ['/', '', '.', '/./']) expect(await code(core.vfs.remove(carol, p))).toBe('FORBIDDEN');
+    expect((await core.vfs.stat(admin, '/m/home/carol/f.txt')).size).toBe(1);
+    await core.vfs.remove(carol, '/f.txt'); // what is inside stays hers to remove
+    expect(await code(core.vfs.stat(admin, '/m/home/carol/f.txt'))).toBe('NOT_FOUND');
+  });
+
   it('answers NOT_SUPPORTED for a missing capability, after the permission checks', async () => {
     await core.vfs.put(admin, '/t/f', body('x'));
     expect(await code(core.vfs.moveTo(admin, '/t/f', '/t/g'))).toBe('NOT_SUPPORTED');

@@ -15,6 +15,8 @@ import { requireParent, statOrUndefined } from './get-put.js';
 function destinationOf(dav: Dav): string {
   const h = dav.req.headers.destination;
   if (typeof h !== 'string' || h === '') throw new DavError(400, 'Destination header missing');
+  // RFC 4918 §10.3: an absolute URI or an absolute path; a relative reference is a malformed header.
+  if (!h.startsWith('/') && !/^[a-z][a-z0-9+.-]*:\/\//i.test(h)) throw new DavError(400, 'Destination must be absolute');
   const dst = userPathOf(utf8Header(h), dav.deps.siteBase);
   if (dst === undefined) throw new DavError(502, 'Destination is not on this WebDAV server');
   return dst;

@@ -5,6 +5,7 @@
  */
 import { isVfsError } from '../../../src/errors.js';
 import type { Entry } from '../../../src/vfs/types.js';
+import { keyOf } from '../dead-props.js';
 import { DavError } from '../errors.js';
 import { ALLPROP, LIVE, allLive, type LiveCtx, type Quota } from '../live-props.js';
 import { MultiStatus, propstat } from '../multistatus.js';
@@ -107,6 +108,8 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
     let found = '';
     let missing = '';
     const dead = deadOf(p);
+    // Many names asked of many properties: one lookup table instead of a scan per name (quadratic).
+    const byName = dead.length > 16 && names.length > 16 ? new Map(dead.map((d) => [keyOf(d.ns, d.local), d])) : undefined;
     for (const q of names) {
       const liveFn = q.ns === DAV_NS ? LIVE[q.local] : undefined;
       const v = liveFn ? liveFn(e, live) : undefined;
@@ -114,7 +117,7 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
         found += v;
         continue;
       }
-      const d = dead.find((x) => x.ns === q.ns && x.local === q.local);
+      const d = byName ? byName.get(keyOf(q.ns, q.local)) : dead.find((x) => x.ns === q.ns && x.local === q.local);
       if (d) found += nsElement(d.ns, d.local, d.xml);
       else missing += qnameXml(q);
     }
