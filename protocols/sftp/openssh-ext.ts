@@ -157,6 +157,14 @@ export function trySendData(sftp: SFTPWrapper, reqId: number, data: Buffer): boo
   return true;
 }
 
+/** Bytes of replies ssh2 holds for this channel until the client opens its window (0 when internals differ). */
+export function queuedBytes(sftp: SFTPWrapper): number {
+  if (!supported(sftp)) return 0;
+  let n = 0;
+  for (const b of internals(sftp)._buffer) n += b.length;
+  return n;
+}
+
 /** Answer an EXTENDED request with an EXTENDED_REPLY carrying `body`. */
 export function sendExtendedReply(sftp: SFTPWrapper, reqId: number, body: Buffer[]): void {
   sendWhenPossible(sftp, packet(SSH_FXP_EXTENDED_REPLY, [u32(reqId), ...body]));

@@ -113,6 +113,8 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const logins = new Set<{ recheck(): void }>();
   /** Paths open for an exclusive create, across all sessions (SessionDeps.exclusive). */
   const exclusive = new Set<string>();
+  /** Out-of-order WRITE bytes held by all uploads (SessionDeps.reorder). */
+  const reorder = { held: 0 };
   const unsubscribe = core.accounts.onUsersChange(() => {
     for (const l of logins) l.recheck();
   });
@@ -199,7 +201,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
             signal: abort.signal,
           };
           const channel = accept();
-          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive });
+          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder });
           sessions.add(s);
           // One connection may carry thousands of channels (OpenSSH ControlMaster: one per `sftp` run).
           channel.once('close', () => sessions.delete(s));

@@ -15,10 +15,11 @@ import { attrsOf } from './attrs.js';
 import { DirHandle } from './dir-handle.js';
 import { STATUS, statusOf } from './errors.js';
 import { ADVERTISED, handleExtended } from './extended.js';
-import { advertiseExtensions, sendExitStatus, trySendData } from './openssh-ext.js';
+import { advertiseExtensions, MAX_RW, sendExitStatus, trySendData } from './openssh-ext.js';
 import { ReadHandle } from './read-handle.js';
+import { ReplyGate } from './reply-gate.js';
 import { WritePool } from './write-pool.js';
-import { WriteHandle } from './write-handle.js';
+import { WriteHandle, type ReorderBudget } from './write-handle.js';
 
 const { OPEN_MODE } = ssh2.utils.sftp;
 /** Open handles per channel: bounds fds and streams a client can pin (advertised in limits). */
@@ -54,6 +55,8 @@ export interface SessionDeps {
    * with O_EXCL would (the file only appears at CLOSE here). The put itself never replaces.
    */
   exclusive?: Set<string>;
+  /** Out-of-order WRITE bytes held in memory by every upload of this server (write-handle.ts). */
+  reorder?: ReorderBudget;
 }
 
 /** A client path with a trailing slash (other than the root itself) can only name a folder. */
@@ -69,6 +72,8 @@ export function clientPath(p: string): string {
 export class SftpSession {
   private readonly handles = new Map<string, Handle>();
   private nextHandle = 1;
+  /** OPEN/OPENDIR requests under way: clients pipeline them, so MAX_HANDLES counts these too. */
+  private opening = 0;
   private inflight = 0;
   private idle?: () => void;
   private ended = false;
@@ -77,10 +82,13 @@ export class SftpSession {
 
   /** Memory for WRITE packets, handed back by the driver once written (write-pool.ts). */
   private readonly writePool = new WritePool();
+  /** READs wait while the client leaves its replies unread (reply-gate.ts). */
+  private readonly replies: ReplyGate;
 
   constructor(private readonly sftp: SFTPWrapper, private readonly d: SessionDeps) {
     // Before advertiseExtensions, which wraps push for the INIT exchange and then restores this.
     this.writePool.attach(sftp);
+    this.replies = new ReplyGate(sftp);
     advertiseExtensions(sftp, ADVERTISED);
     this.listen();
     sftp.on('end', () => void this.clientEof());
@@ -131,6 +139,24 @@ export class SftpSession {
     return id;
   }
 
+  /**
+   * Run an OPEN/OPENDIR with a handle slot reserved. `taken` gives the reservation up once the handle
+   * is in the table (a write handle is, while its put starts), so nothing is counted twice.
+   */
+  private async reserved<T>(fn: (taken: () => void) => Promise<T>): Promise<T> {
+    if (this.handles.size + this.opening >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
+    this.opening++;
+    let held = true;
+    const taken = () => {
+      if (held) (held = false), this.opening--;
+    };
+    try {
+      return await fn(taken);
+    } finally {
+      taken();
+    }
+  }
+
   private handle(id: Buffer): Handle {
     const h = this.handles.get(id.toString('hex'));
     if (!h) throw new VfsError('INVALID', 'invalid handle');
@@ -153,24 +179,29 @@ export class SftpSession {
         // `name/` names a folder (open(2): EISDIR to create or write, ENOTDIR on a file); `scp f
         // host:newdir/` would otherwise create a file called newdir.
         if (namesFolder(filename)) throw new VfsError('IS_A_DIR', 'is a directory');
-        await this.open(id, clientPath(filename), flags);
+        await this.reserved((taken) => this.open(id, clientPath(filename), flags, taken));
       }),
     );
     s.on('READ', (id: number, h: Buffer, offset: number, length: number) =>
       this.run(id, async () => {
         const r = this.handle(h);
-        if (r.kind === 'write') {
-          // READ|WRITE opens (sshfs for an app's O_RDWR) read back what the handle holds.
-          const back = await r.read(offset, length);
-          return void (back ? s.data(id, back) : this.out().status(id, STATUS.EOF));
+        if (r.kind === 'dir') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
+        const done = await this.replies.room(Math.min(length, MAX_RW));
+        try {
+          if (r.kind === 'write') {
+            // READ|WRITE opens (sshfs for an app's O_RDWR) read back what the handle holds.
+            const back = await r.read(offset, length);
+            return void (back ? s.data(id, back) : this.out().status(id, STATUS.EOF));
+          }
+          const data = await r.read(offset, length);
+          if (!data) return void this.out().status(id, STATUS.EOF);
+          // Both ways of sending copy the bytes into SSH packets before returning (or queue copies),
+          // so the buffer goes back to the handle's pool at once.
+          if (!trySendData(this.out(), id, data)) s.data(id, data);
+          r.release(data);
+        } finally {
+          done();
         }
-        if (r.kind !== 'read') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
-        const data = await r.read(offset, length);
-        if (!data) return void this.out().status(id, STATUS.EOF);
-        // Both ways of sending copy the bytes into SSH packets before returning (or queue copies),
-        // so the buffer goes back to the handle's pool at once.
-        if (!trySendData(this.out(), id, data)) s.data(id, data);
-        r.release(data);
       }),
     );
     s.on('WRITE', (id: number, h: Buffer, offset: number, data: Buffer) =>
@@ -196,7 +227,13 @@ export class SftpSession {
         this.ok(id);
       }),
     );
-    s.on('SETSTAT', (id: number, p: string, attrs: InputAttributes) => this.run(id, async () => (await this.setstat(clientPath(p), attrs), this.ok(id))));
+    s.on('SETSTAT', (id: number, p: string, attrs: InputAttributes) =>
+      this.run(id, async () => {
+        await this.folderIf(namesFolder(p), clientPath(p));
+        await this.setstat(clientPath(p), attrs);
+        this.ok(id);
+      }),
+    );
     const stat = (id: number, p: string) =>
       this.run(id, async () => {
         const path = clientPath(p);
@@ -213,7 +250,8 @@ export class SftpSession {
     s.on('OPENDIR', (id: number, p: string) =>
       this.run(id, async () => {
         const path = clientPath(p);
-        const listing = await this.vfs.list(this.ctx, path);
+        // Each dir handle holds its whole listing until CLOSE: bounded like file handles.
+        const listing = await this.reserved(() => this.vfs.list(this.ctx, path));
         this.out().handle(id, this.addHandle(new DirHandle(path, listing.entries)));
       }),
     );
@@ -230,6 +268,7 @@ export class SftpSession {
       this.run(id, async () => {
         const path = clientPath(p);
         if ((await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('IS_A_DIR', 'is a directory, use rmdir');
+        if (namesFolder(p)) throw new VfsError('NOT_A_DIR', 'not a directory'); // unlink(2) of file/: ENOTDIR
         await this.vfs.remove(this.ctx, path);
         this.ok(id);
       }),
@@ -253,7 +292,7 @@ export class SftpSession {
     );
     s.on('RENAME', (id: number, from: string, to: string) =>
       this.run(id, async () => {
-        await this.vfs.moveTo(this.ctx, clientPath(from), clientPath(to), { overwrite: false });
+        await this.rename(from, to, false);
         this.ok(id);
       }),
     );
@@ -266,7 +305,7 @@ export class SftpSession {
     s.on('EXTENDED', (id: number, name: string, data: Buffer | undefined) =>
       this.run(id, async () => {
         const r = await handleExtended(s, id, name, data, {
-          rename: async (from, to) => void (await this.vfs.moveTo(this.ctx, clientPath(from), clientPath(to), { overwrite: true })),
+          rename: (from, to) => this.rename(from, to, true),
           usage: (p) => this.vfs.usage(this.ctx, clientPath(p)),
           handlePath: (h) => this.handle(h).path,
           maxHandles: MAX_HANDLES,
@@ -276,8 +315,22 @@ export class SftpSession {
     );
   }
 
-  private async open(id: number, path: string, flags: number): Promise<void> {
-    if (this.handles.size >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
+  /**
+   * `name/` can only name a folder: rename(2) and utimes(2) answer ENOTDIR when it is a file. clientPath
+   * drops the slash, so without this `rename file new/` renamed the file to `new`.
+   */
+  private async folderIf(slashed: boolean, path: string): Promise<void> {
+    if (slashed && !(await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('NOT_A_DIR', 'not a directory');
+  }
+
+  /** RENAME (overwrite: false) and posix-rename (overwrite: true); `x/` on either side needs a folder. */
+  private async rename(from: string, to: string, overwrite: boolean): Promise<void> {
+    const src = clientPath(from);
+    await this.folderIf(namesFolder(from) || namesFolder(to), src);
+    await this.vfs.moveTo(this.ctx, src, clientPath(to), { overwrite });
+  }
+
+  private async open(id: number, path: string, flags: number, taken: () => void): Promise<void> {
     const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) !== 0;
     if (!writing) {
       const handle = await ReadHandle.open(this.vfs, this.ctx, path);
@@ -309,9 +362,11 @@ export class SftpSession {
       tmpDir: this.d.tmpDir,
       release: this.writePool.release,
       readable: (flags & OPEN_MODE.READ) !== 0,
+      budget: this.d.reorder,
     });
     // Registered before start() so a session ending meanwhile aborts this put too.
     const hid = this.addHandle(w);
+    taken();
     try {
       await w.start();
     } catch (e) {
@@ -374,6 +429,8 @@ export class SftpSession {
     if (w) return this.setstatWriting(w, attrs);
     if (attrs.size !== undefined) refuseResize((await this.vfs.stat(this.ctx, path)).size, attrs.size);
     if (attrs.mtime !== undefined) await this.vfs.setModified(this.ctx, path, toDate(attrs.mtime));
+    // A chmod/chown alone changes nothing, but a missing or hidden path still answers NO_SUCH_FILE.
+    else if (attrs.size === undefined) await this.vfs.stat(this.ctx, path);
   }
 
   /**
@@ -416,6 +473,7 @@ export class SftpSession {
     this.ended = true;
     this.abortOpenHandles();
     this.writePool.clear();
+    this.replies.close();
     // An upload whose CLOSE arrived has all its bytes: it lands even when the client drops the
     // connection right after sending CLOSE (OpenSSH's server too finishes what it received). Only
     // then, or after EOF_DRAIN_MS, are the session's VFS calls stopped. A revoked login stops at once.

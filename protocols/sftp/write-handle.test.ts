@@ -10,14 +10,18 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { VfsError } from '../../src/errors.js';
 import type { Entry, PutOptions, VfsApi } from '../../src/vfs/types.js';
-import { WriteHandle } from './write-handle.js';
+import { MAX_RW } from './openssh-ext.js';
+import { REORDER_BUDGET, WriteHandle } from './write-handle.js';
 
 const ctx = { principal: { username: 'u' }, protocol: 'sftp', ip: '127.0.0.1' } as unknown as AccessContext;
 let tmp: string;
 
-function fakeVfs(opts: { refuse?: VfsError; slowMs?: number; gate?: Promise<void> } = {}) {
+function fakeVfs(opts: { refuse?: VfsError; slowMs?: number; gate?: Promise<void>; free?: number } = {}) {
   const files = new Map<string, Buffer>();
   const vfs = {
+    async usage() {
+      return { free: opts.free };
+    },
     async put(_c: AccessContext, path: string, body: Readable): Promise<Entry> {
       if (opts.refuse) throw opts.refuse;
       const chunks: Buffer[] = [];
@@ -105,6 +109,61 @@ describe('WriteHandle', () => {
     await expect(w.resize(0)).rejects.toMatchObject({ code: 'NOT_SUPPORTED' });
     await w.close();
     expect(files.get('/f')).toEqual(chunk(1));
+  });
+
+  it('a READ on a READ|WRITE handle answers at most one DATA packet, whatever length it asks', async () => {
+    const { vfs } = fakeVfs();
+    const h = new WriteHandle(vfs, ctx, '/f', { overwrite: true, append: false, tmpDir: tmp, readable: true });
+    await h.start();
+    await h.write(0, Buffer.alloc(1 << 20, 1));
+    expect((await h.read(0, 2 ** 32 - 1))!.length).toBe(MAX_RW);
+    await h.close();
+  });
+
+  it('out-of-order writes share one memory budget across handles: past it they spill; an abort gives its share back', async () => {
+    const { vfs, files } = fakeVfs();
+    const budget = { held: 0 };
+    const open = async (path: string) => {
+      const h = new WriteHandle(vfs, ctx, path, { overwrite: true, append: false, tmpDir: tmp, budget });
+      await h.start();
+      return h;
+    };
+    const a = await open('/a');
+    await a.write(1000, chunk(1)); // byte 0 missing: held in memory
+    expect(budget.held).toBe(1000);
+    budget.held = REORDER_BUDGET - 500; // as if other uploads held the rest
+    const b = await open('/b');
+    await b.write(1000, chunk(2)); // no room left: to a spill file, not memory
+    expect(budget.held).toBe(REORDER_BUDGET - 500);
+    expect((await readdir(tmp)).length).toBe(1);
+    await b.write(0, chunk(3));
+    await b.close();
+    expect(files.get('/b')).toEqual(Buffer.concat([chunk(3), chunk(2)]));
+    budget.held = 1000;
+    a.abort();
+    await a.settled();
+    expect(budget.held).toBe(0);
+  });
+
+  it('refuses a write or resize leaving a hole the storage has no room for, and offsets past 2^53', async () => {
+    const { vfs, files } = fakeVfs({ free: 100 << 20 });
+    const h = handle(vfs);
+    await h.start();
+    await h.write(0, chunk(1));
+    await h.write(60 << 20, chunk(2)); // a 60 MiB hole fits in 100 MiB
+    await expect(h.write(2 ** 40, chunk(3))).rejects.toMatchObject({ code: 'NO_SPACE' }); // 1 TiB does not
+    await expect(h.write(2 ** 63, chunk(3))).rejects.toMatchObject({ code: 'INVALID' });
+    expect(h.size).toBe((60 << 20) + 1000);
+    await h.close();
+    expect(files.get('/f')!.length).toBe((60 << 20) + 1000);
+
+    const rw = new WriteHandle(vfs, ctx, '/g', { overwrite: true, append: false, tmpDir: tmp, readable: true });
+    await rw.start();
+    await expect(rw.resize(2 ** 40)).rejects.toMatchObject({ code: 'NO_SPACE' });
+    await rw.resize(1 << 20);
+    await rw.close();
+    expect(files.get('/g')!.length).toBe(1 << 20);
+    expect(await readdir(tmp)).toEqual([]);
   });
 
   it('holds acks while the put is behind (backpressure)', async () => {

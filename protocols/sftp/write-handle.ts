@@ -26,10 +26,21 @@ import { Readable } from 'node:stream';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { VfsError } from '../../src/errors.js';
 import type { Entry, VfsApi } from '../../src/vfs/types.js';
+import { MAX_RW } from './openssh-ext.js';
 
 const BODY_HIGH_WATER = 4 << 20;
 const REORDER_WINDOW = 32 << 20;
 const SPILL_CHUNK = 1 << 20;
+/**
+ * Reorder-buffer bytes all the uploads sharing a ReorderBudget (the server's) may hold: each
+ * handle's window alone let one channel pin 256 × 32 MiB by leaving byte 0 unwritten.
+ */
+export const REORDER_BUDGET = 256 << 20;
+
+/** Reorder-buffer bytes held now by the uploads that share this object. */
+export interface ReorderBudget {
+  held: number;
+}
 
 export interface WriteOpenOptions {
   /** false: the put fails with EXISTS if the file appeared meanwhile (OPEN with EXCL). */
@@ -43,6 +54,8 @@ export interface WriteOpenOptions {
   release?(chunk: Buffer): void;
   /** Opened READ|WRITE: the whole file is kept in the spill file (see the header). */
   readable?: boolean;
+  /** Shared with other uploads: past REORDER_BUDGET, out-of-order writes spill instead. */
+  budget?: ReorderBudget;
 }
 
 interface Spill {
@@ -141,26 +154,28 @@ export class WriteHandle {
   }
 
   private async doWrite(offset: number, data: Buffer): Promise<void> {
-    if (this.error) throw this.error;
     if (this.opts.append) offset = this.size;
     const end = offset + data.length;
+    if (end > this.size + REORDER_WINDOW) await this.roomFor(end);
+    if (this.error) throw this.error; // after the wait: an abort meanwhile must not hold bytes
     if (this.spill) return this.spillWrite(offset, data, end);
     if (offset < this.frontier) throw rewriteRefused();
     this.size = Math.max(this.size, end);
     if (offset > this.frontier) {
       // The window bounds both how far ahead a write may land and how much we hold in memory.
-      if (end - this.frontier > REORDER_WINDOW || this.reorderBytes + data.length > REORDER_WINDOW) {
+      const shared = this.opts.budget?.held ?? 0;
+      if (end - this.frontier > REORDER_WINDOW || this.reorderBytes + data.length > REORDER_WINDOW || shared + data.length > REORDER_BUDGET) {
         await this.openSpill();
         return this.spillWrite(offset, data, end);
       }
-      this.reorderBytes += data.length - (this.reorder.get(offset)?.length ?? 0);
+      this.hold(data.length - (this.reorder.get(offset)?.length ?? 0));
       this.reorder.set(offset, data);
       return;
     }
     let flowing = this.pushBody(data);
     for (let next = this.reorder.get(this.frontier); next; next = this.reorder.get(this.frontier)) {
       this.reorder.delete(this.frontier);
-      this.reorderBytes -= next.length;
+      this.hold(-next.length);
       flowing = this.pushBody(next);
     }
     if (!flowing) await this.demand();
@@ -193,8 +208,17 @@ export class WriteHandle {
       const skip = Math.max(0, this.frontier - off);
       if (skip < buf.length) await fd.write(buf, skip, buf.length - skip, off + skip - this.frontier);
     }
+    this.dropReorder();
+  }
+
+  private hold(delta: number): void {
+    this.reorderBytes += delta;
+    if (this.opts.budget) this.opts.budget.held += delta;
+  }
+
+  private dropReorder(): void {
+    this.hold(-this.reorderBytes);
     this.reorder.clear();
-    this.reorderBytes = 0;
   }
 
   /** Whether the spill file holds the whole file (reads, rewrites and resizes are possible). */
@@ -203,8 +227,8 @@ export class WriteHandle {
   }
 
   /**
-   * READ on a READ|WRITE handle: the bytes as written so far (after the WRITEs before it); holes
-   * read as zeros; undefined at or past the end.
+   * READ on a READ|WRITE handle: the bytes as written so far (after the WRITEs before it), at most
+   * MAX_RW; holes read as zeros; undefined at or past the end.
    */
   async read(offset: number, length: number): Promise<Buffer | undefined> {
     await this.chain;
@@ -212,7 +236,8 @@ export class WriteHandle {
     const s = this.whole;
     if (!s) throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
     if (offset >= this.size) return undefined;
-    const buf = Buffer.alloc(Math.min(length, this.size - offset)); // zeroed: a hole past the spill file's end
+    // At most one DATA packet (a READ may ask for 4 GiB); zeroed: a hole past the spill file's end.
+    const buf = Buffer.alloc(Math.min(length, MAX_RW, this.size - offset));
     await s.fd.read(buf, 0, buf.length, offset);
     return buf;
   }
@@ -223,11 +248,24 @@ export class WriteHandle {
       if (this.error) throw this.error;
       const s = this.whole;
       if (!s) throw new VfsError('NOT_SUPPORTED', 'changing the size of a file being uploaded is not supported');
+      if (size > this.size + REORDER_WINDOW) await this.roomFor(size);
       await s.fd.truncate(size);
       this.size = size;
     });
     this.chain = op.catch(() => undefined);
     return op;
+  }
+
+  /**
+   * Holes are not kept sparse: CLOSE streams every byte up to the end into the put, so a 1-byte WRITE
+   * at 4 TiB would make the storage write 4 TiB of zeros. A write (or resize) reaching far past the
+   * end must fit the storage's free space, when its driver reports one; an offset past 2^53 (a
+   * garbled uint64) cannot even be held and used to fail only at CLOSE, as an internal error.
+   */
+  private async roomFor(end: number): Promise<void> {
+    if (!Number.isSafeInteger(end)) throw new VfsError('INVALID', 'offset out of range');
+    const { free } = await this.vfs.usage(this.ctx, this.path).catch(() => ({ free: undefined }));
+    if (free !== undefined && end - this.size > free) throw new VfsError('NO_SPACE', 'no space left on the storage for a write this far past the end');
   }
 
   /** Copy the file's current bytes into a spill file (non-truncating, append and READ|WRITE opens). */
@@ -291,6 +329,7 @@ export class WriteHandle {
     this.closing = true;
     if (!this.body.destroyed) this.body.destroy(reason instanceof Error ? reason : new Error(String(reason)));
     this.fail(reason);
+    this.dropReorder(); // gives its share of the budget back
     if (!this.started) void this.dropSpill();
   }
 
