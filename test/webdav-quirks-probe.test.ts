@@ -51,21 +51,19 @@ describe('XML request bodies', () => {
     expect(ts.logs.filter((l) => /"level":50/.test(l))).toEqual([]);
   });
 
-  it('a 1 MiB body of property names is handled in linear time', async () => {
+  it('many property names: past the per-resource bound PROPPATCH is 507 and stores nothing; below it all are kept and found', async () => {
     expect((await dav('PUT', '/many-props.txt', { body: 'm' })).status).toBe(201);
-    // ~90,000 names: a scan per name (set, or looked up) took minutes and blocked every other request.
-    const names = Array.from({ length: 90_000 }, (_, i) => `<x:p${i}/>`).join('');
-    let t = Date.now();
-    const set = await dav('PROPPATCH', '/many-props.txt', { body: setBody(`<D:prop xmlns:x="urn:x">${names}</D:prop>`) });
+    const names = (n: number) => Array.from({ length: n }, (_, i) => `<x:p${i}/>`).join('');
+    const tooMany = await dav('PROPPATCH', '/many-props.txt', { body: setBody(`<D:prop xmlns:x="urn:x">${names(90_000)}</D:prop>`) });
+    expect(tooMany.status).toBe(507);
+    // ~5,000 names: a scan per name (set, or looked up) made such requests quadratic.
+    const set = await dav('PROPPATCH', '/many-props.txt', { body: setBody(`<D:prop xmlns:x="urn:x">${names(5_000)}</D:prop>`) });
     expect(set.status).toBe(207);
-    expect(Date.now() - t).toBeLessThan(15_000);
-    t = Date.now();
-    const get = await dav('PROPFIND', '/many-props.txt', { headers: { Depth: '0' }, body: propfindBody(`<D:prop xmlns:x="urn:x">${names}</D:prop>`) });
+    const get = await dav('PROPFIND', '/many-props.txt', { headers: { Depth: '0' }, body: propfindBody(`<D:prop xmlns:x="urn:x">${names(5_000)}</D:prop>`) });
     expect(get.status).toBe(207);
-    expect(Date.now() - t).toBeLessThan(15_000);
-    expect(get.body).toContain('<p89999 xmlns="urn:x"/>');
+    expect(get.body).toContain('<p4999 xmlns="urn:x"/>');
     expect(get.body).not.toContain('404 Not Found');
-  }, 120_000);
+  });
 });
 
 describe('users with a base path', () => {

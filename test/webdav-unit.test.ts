@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { KvRepo } from '../src/store/store.js';
 import { evaluateIf, parseIf, submittedTokens, type ResourceState } from '../protocols/webdav/if-header.js';
 import { ancestry, LockManager, LOCKS_NS, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
-import { DeadProps } from '../protocols/webdav/dead-props.js';
+import { DeadProps, MAX_RESOURCE_CHARS, MAX_TOTAL_CHARS } from '../protocols/webdav/dead-props.js';
 import { esc, parseXml, serializeContent } from '../protocols/webdav/xml.js';
 import { parseRange } from '../protocols/webdav/methods/get-put.js';
 import { parseBasic } from '../protocols/webdav/auth.js';
@@ -135,6 +135,25 @@ describe('dead properties', () => {
     await reloaded.ready();
     expect(reloaded.get('/b/f')).toEqual([]);
     expect(reloaded.get('/c/f')[0]?.xml).toBe('v');
+  });
+
+  it('are bounded per resource and in all (NO_SPACE, which WebDAV answers 507), counted again after a restart', async () => {
+    const kv = memKv();
+    const p = new DeadProps(kv);
+    const set = (local: string, chars: number) => ({ op: 'set' as const, prop: { ns: 'urn:x', local, xml: 'v'.repeat(chars) } });
+    await p.apply('/f', [set('a', 100)]);
+    await expect(p.apply('/f', [set('b', MAX_RESOURCE_CHARS)])).rejects.toMatchObject({ code: 'NO_SPACE' });
+    expect(p.get('/f').map((d) => d.local)).toEqual(['a']); // all or nothing
+    await p.apply('/f', [set('a', MAX_RESOURCE_CHARS - 100)]); // replacing a value counts once
+    const each = MAX_RESOURCE_CHARS - 100;
+    let i = 0;
+    while ((i + 2) * each <= MAX_TOTAL_CHARS) await p.apply(`/g${i++}`, [set('a', each - 10)]);
+    const reloaded = new DeadProps(kv);
+    await reloaded.ready();
+    await expect(reloaded.apply('/last', [set('a', each)])).rejects.toMatchObject({ code: 'NO_SPACE' });
+    await reloaded.removeTree('/g0'); // a DELETE gives the room back
+    await reloaded.apply('/last', [set('a', each)]);
+    expect(STATUS_BY_CODE.NO_SPACE).toBe(507);
   });
 });
 

@@ -2,7 +2,13 @@
  * Dead properties (PROPPATCH), kept in memory and written through to the store's KV namespace
  * `webdav.props` (key: virtual path; value: the resource's property list), so they survive a restart.
  * They follow their resource on MOVE and COPY and vanish with it on DELETE.
+ *
+ * They are bounded, per resource and in all: they live in the store, which is written whole on every
+ * change, so a user sending PROPPATCH after PROPPATCH must not grow it without end. Past a bound,
+ * PROPPATCH answers 507 Insufficient Storage (RFC 4918 §9.2.1); Windows and macOS set a few hundred
+ * bytes per file.
  */
+import { VfsError } from '../../src/errors.js';
 import { isWithin, relativeTo, join } from '../../src/paths.js';
 import type { KvRepo } from '../../src/store/store.js';
 
@@ -17,18 +23,30 @@ export interface DeadProp {
 
 export type PropOp = { op: 'set'; prop: DeadProp } | { op: 'remove'; ns: string; local: string };
 
+/** Characters of dead properties (names and values) one resource may carry. */
+export const MAX_RESOURCE_CHARS = 64 * 1024;
+/** Characters of dead properties all resources together may carry. */
+export const MAX_TOTAL_CHARS = 8 * 1024 * 1024;
+
+const charsOf = (props: readonly DeadProp[]) => props.reduce((n, p) => n + p.ns.length + p.local.length + p.xml.length, 0);
+
 /** One string per property name: a local name holds no space, so the first space ends it. */
 export const keyOf = (ns: string, local: string) => `${local} ${ns}`;
 
 export class DeadProps {
   private readonly map = new Map<string, DeadProp[]>();
   private loading?: Promise<void>;
+  /** charsOf every resource's list, kept up to date by write(). */
+  private total = 0;
 
   constructor(private readonly kv: KvRepo) {}
 
   ready(): Promise<void> {
     return (this.loading ??= (async () => {
-      for (const [vpath, props] of await this.kv.entries<DeadProp[]>(PROPS_NS)) this.map.set(vpath, props);
+      for (const [vpath, props] of await this.kv.entries<DeadProp[]>(PROPS_NS)) {
+        this.map.set(vpath, props);
+        this.total += charsOf(props);
+      }
     })());
   }
 
@@ -51,7 +69,12 @@ export class DeadProps {
       if (o.op === 'set') byName.set(keyOf(o.prop.ns, o.prop.local), o.prop);
       else byName.delete(keyOf(o.ns, o.local));
     }
-    await this.write(vpath, [...byName.values()]);
+    const next = [...byName.values()];
+    const chars = charsOf(next);
+    if (chars > MAX_RESOURCE_CHARS || this.total - charsOf(this.get(vpath)) + chars > MAX_TOTAL_CHARS) {
+      throw new VfsError('NO_SPACE', 'no room for more dead properties', { path: vpath });
+    }
+    await this.write(vpath, next);
   }
 
   async copyTree(src: string, dst: string): Promise<void> {
@@ -79,6 +102,7 @@ export class DeadProps {
   }
 
   private async write(vpath: string, props: DeadProp[]): Promise<void> {
+    this.total += charsOf(props) - charsOf(this.get(vpath));
     if (props.length === 0) {
       if (this.map.delete(vpath)) await this.kv.delete(PROPS_NS, vpath);
       return;

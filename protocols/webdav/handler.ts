@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Core } from '../../src/core.js';
+import { isVfsError } from '../../src/errors.js';
 import { accessLogger } from '../../src/log.js';
 import { INSTANCE_HEADER } from '../../drivers/types.js';
 import { authenticate } from './auth.js';
@@ -139,8 +140,10 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       return;
     }
     const status = statusOf(e, method);
-    // A DavError is the adapter's own answer to the request (a 502 for a Destination elsewhere), not a fault.
-    if (status >= 500 && !(e instanceof DavError)) deps.log.error({ err: e, method }, 'webdav request failed');
+    // A DavError is the adapter's own answer to the request (a 502 for a Destination elsewhere), not a
+    // fault; a full storage is the operator's to know about, not a failure of ours.
+    if (isVfsError(e, 'NO_SPACE')) deps.log.warn({ method, path: e.path }, 'storage full');
+    else if (status >= 500 && !(e instanceof DavError)) deps.log.error({ err: e, method }, 'webdav request failed');
     const headers: Record<string, string> = {};
     if (status === 401) headers['WWW-Authenticate'] = 'Basic realm="treegate", charset="UTF-8"';
     if (status === 429) headers['Retry-After'] = '60';
