@@ -122,6 +122,19 @@ describe('SETSTAT', () => {
     ]);
     expect(codes).toEqual([STATUS.NO_SUCH_FILE, STATUS.NO_SUCH_FILE, STATUS.NO_SUCH_FILE, undefined]);
   });
+
+  it('statvfs (df) of a missing or hidden path is NO_SUCH_FILE; of a folder, the storage\'s numbers', async () => {
+    const found = await withSsh2Sftp(asAdmin(), async (sftp) => {
+      const codes = [
+        await statusCode((cb) => sftp.ext_openssh_statvfs('/no-such-folder', cb)),
+        await statusCode((cb) => sftp.ext_openssh_statvfs('/hid', cb)),
+      ];
+      const st = await p<{ f_blocks: number }>((cb) => sftp.ext_openssh_statvfs('/', cb));
+      return { codes, st };
+    });
+    expect(found.codes).toEqual([STATUS.NO_SUCH_FILE, undefined]);
+    expect(Number(found.st.f_blocks)).toBeGreaterThan(0);
+  });
 });
 
 describe('WRITE far past the end', () => {

@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { VfsError } from '../../src/errors.js';
+import { parent } from '../../src/paths.js';
 import type { Entry, VfsApi } from '../../src/vfs/types.js';
 import { MAX_RW } from './openssh-ext.js';
 
@@ -264,7 +265,8 @@ export class WriteHandle {
    */
   private async roomFor(end: number): Promise<void> {
     if (!Number.isSafeInteger(end)) throw new VfsError('INVALID', 'offset out of range');
-    const { free } = await this.vfs.usage(this.ctx, this.path).catch(() => ({ free: undefined }));
+    // The folder's: the file itself may not exist yet.
+    const { free } = await this.vfs.usage(this.ctx, parent(this.path)).catch(() => ({ free: undefined }));
     if (free !== undefined && end - this.size > free) throw new VfsError('NO_SPACE', 'no space left on the storage for a write this far past the end');
   }
 

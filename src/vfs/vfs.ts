@@ -255,7 +255,9 @@ export class Vfs implements VfsApi {
   async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
     const loc = await this.locate(await this.enter(ctx, path));
     try {
-      if (!loc || !loc.mount.capabilities.canUsage) return {};
+      if (!loc) return {};
+      await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx)); // statvfs of a missing path: NOT_FOUND
+      if (!loc.mount.capabilities.canUsage) return {};
       const d = this.tree.driver(loc.mount);
       return await this.tree.call(() => d.usage!(this.args(ctx)));
     } finally {
