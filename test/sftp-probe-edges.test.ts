@@ -12,7 +12,7 @@ import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { addMeta, PERM } from './fs-helpers.js';
-import { requireSftpTools, run, runSftp, statusCode, withSsh2Sftp } from './clients/sftp.js';
+import { requireSftpTools, run, runSftp, statusCode, until, uploadLeftovers, withSsh2Sftp } from './clients/sftp.js';
 
 const STATUS = ssh2.utils.sftp.STATUS_CODE;
 const F = ssh2.utils.sftp.OPEN_MODE;
@@ -27,17 +27,7 @@ const asAdmin = () => ({ port: s.sftpPort, username: 'admin', password: ADMIN_PA
 const exists = (path: string) => stat(path).then(() => true, () => false);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Leftovers an upload may leave: driver temp files in the storage, spill files in DATA/tmp. */
-async function leftovers(): Promise<string[]> {
-  const inStorage = (await readdir(storage(), { recursive: true })).filter((n) => n.includes('.treegate-upload-'));
-  const inTmp = (await readdir(join(s.dataDir, 'tmp')).catch(() => [])).filter((n) => n.startsWith('sftp-'));
-  return [...inStorage, ...inTmp];
-}
-
-async function until(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (await cond()) return true;
-  return cond();
-}
+const leftovers = () => uploadLeftovers(s.dataDir);
 
 const write = (sftp: Sftp, h: Buffer, off: number, data: string | Buffer) => {
   const b = Buffer.from(data);

@@ -12,7 +12,7 @@ import { authenticator } from 'otplib';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
-import { makeKey, requireSftpTools, run, runSftp, scanHostKey, spawnSftp, statusCode, withSsh2Sftp, type KeyPair } from './clients/sftp.js';
+import { makeKey, requireSftpTools, run, runSftp, scanHostKey, spawnSftp, statusCode, until, uploadLeftovers, withSsh2Sftp, type KeyPair } from './clients/sftp.js';
 
 const STATUS = ssh2.utils.sftp.STATUS_CODE;
 let s: TestServer;
@@ -25,19 +25,8 @@ let dataDir: string;
 const storage = () => join(s.dataDir, 'storage');
 const sshOpts = () => ['-p', String(s.sftpPort), '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'IdentitiesOnly=yes', '-o', 'BatchMode=yes', '-i', key.path];
 const asAdmin = () => ({ port: s.sftpPort, username: 'admin', privateKey });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Leftovers an upload may leave: driver temp files in the storage, spill files in DATA/tmp. */
-async function leftovers(): Promise<string[]> {
-  const inStorage = (await readdir(storage(), { recursive: true })).filter((n) => n.includes('.treegate-upload-'));
-  const inTmp = (await readdir(join(s.dataDir, 'tmp')).catch(() => [])).filter((n) => n.startsWith('sftp-'));
-  return [...inStorage, ...inTmp];
-}
-
-async function until(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (await cond()) return true;
-  return cond();
-}
+const leftovers = () => uploadLeftovers(s.dataDir);
 
 beforeAll(async () => {
   requireSftpTools([['rclone', 'rclone'], ['scp', 'openssh-client'], ['ssh', 'openssh-client']]);

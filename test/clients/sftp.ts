@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -209,4 +209,17 @@ export async function connectSftpSurface(port: number, username: string, passwor
     readme: async () => undefined,
     close: async () => void client.end(),
   };
+}
+
+/** Leftovers an upload may leave: driver temp files in DATA/storage, SFTP spill files in DATA/tmp. */
+export async function uploadLeftovers(dataDir: string): Promise<string[]> {
+  const inStorage = (await readdir(join(dataDir, 'storage'), { recursive: true })).filter((n) => n.includes('.treegate-upload-'));
+  const inTmp = (await readdir(join(dataDir, 'tmp')).catch(() => [])).filter((n) => n.startsWith('sftp-'));
+  return [...inStorage, ...inTmp];
+}
+
+/** Whether `cond` came true within `ms` (checked every 100 ms, and once more at the end). */
+export async function until(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await cond()) return true;
+  return cond();
 }
