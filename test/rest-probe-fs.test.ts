@@ -69,6 +69,27 @@ describe('routes', () => {
   });
 });
 
+describe('form bodies bind as gin binds them', () => {
+  const form = async (path: string, body: string) => {
+    const res = await fetch(ts.url + path, { method: 'POST', body, headers: { authorization: admin, 'content-type': 'application/x-www-form-urlencoded' } });
+    return (await res.json()) as { code: number; message: string; data: unknown };
+  };
+
+  it('a single value for a list field is a list of one; a repeated scalar counts with its first value', async () => {
+    await seed(ts, admin, { '/frm/a.txt': 'a', '/frm/b.txt': 'b', '/frm/c.txt': 'c' });
+    ok(await form('/api/fs/remove', 'dir=/frm&names=a.txt'));
+    ok(await form('/api/fs/remove', 'dir=/frm&names=b.txt&names=c.txt'));
+    expect(tree('frm')).toEqual([]);
+    const listed = await form('/api/fs/list', 'path=/frm&path=/elsewhere');
+    expect(listed).toMatchObject({ code: 200, data: { total: 0 } });
+  });
+
+  it('JSON keeps its types strictly: a list where a string belongs is still a 400', async () => {
+    expectCode(await post('/api/fs/list', { path: ['/'] }), 400, 'invalid request: path must be a string');
+    expectCode(await post('/api/fs/remove', { dir: '/', names: 'x' }), 400, 'invalid request: names must be an array of strings');
+  });
+});
+
 describe('regex_rename', () => {
   it('a src_name_regex that is not a string is a 400 like any bad field, not a 500 regexp error', async () => {
     await mkdir(ts, admin, '/rr');

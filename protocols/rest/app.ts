@@ -10,6 +10,7 @@ import { accessLogger } from '../../src/log.js';
 import type { AccessContext, Principal } from '../../src/auth/principal.js';
 import type { UserRecord } from '../../src/store/types.js';
 import { errorHandler } from './envelope.js';
+import { FORM } from './input.js';
 import { registerAuth } from './auth.js';
 import authRoutes from './routes/auth.js';
 import meRoutes from './routes/me.js';
@@ -78,7 +79,7 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
     if (text === '') return done(null, undefined);
     const type = String(req.headers['content-type'] ?? '');
     // curl -d sends JSON labelled as a form: a body that looks like JSON is read as JSON.
-    if (type.startsWith('application/x-www-form-urlencoded') && !/^[[{]/.test(text)) return done(null, { ...parseQuery(text) });
+    if (type.startsWith('application/x-www-form-urlencoded') && !/^[[{]/.test(text)) return done(null, { ...parseQuery(text), [FORM]: true });
     try {
       done(null, JSON.parse(text));
     } catch {

@@ -8,30 +8,28 @@ import type { StorageInfo } from '../../src/vfs/types.js';
 import { signPath } from '../../src/sign.js';
 import { isVfsError } from '../../src/errors.js';
 import { ApiError } from './envelope.js';
-import { bodyObject, type Fields } from './input.js';
+import { bodyObject, FORM, list, scalar, type Fields } from './input.js';
 
 export type { Fields };
 
 /**
  * The request's fields: the body when there is one, else the query string (AList binds either).
  * A body that is not a JSON object is a 400, never an empty object: with every field then at its
- * default (the root folder), a remove or a recursive move would act on `/`. A repeated query
- * parameter counts once, with its first value, as gin binds it.
+ * default (the root folder), a remove or a recursive move would act on `/`. Query parameters bind
+ * as form values do (see FORM): a repeated one counts with its first value for a scalar field.
  */
 export function fields(req: FastifyRequest): Fields {
   if (req.body !== undefined && req.body !== null) return bodyObject(req);
   const q = req.query;
   if (!q || typeof q !== 'object') return {};
-  const out: Fields = {};
-  for (const [k, v] of Object.entries(q)) out[k] = Array.isArray(v) ? v[0] : v;
-  return out;
+  return { ...(q as Fields), [FORM]: true };
 }
 
 const invalid = (field: string, what: string) => new ApiError(400, `invalid request: ${field} must be ${what}`);
 
 /** A string field, '' when absent. Any other JSON type is a 400, as gin's binding error is. */
 export function str(o: Fields, field: string): string {
-  const v = o[field];
+  const v = scalar(o, field);
   if (v === undefined || v === null) return '';
   if (typeof v !== 'string') throw invalid(field, 'a string');
   return v;
@@ -42,7 +40,7 @@ export function str(o: Fields, field: string): string {
  * other types and numbers past 2^53 are a 400 (an id of 1e20 would collide with its neighbours).
  */
 export function int(o: Fields, field: string): number {
-  const v = o[field];
+  const v = scalar(o, field);
   if (v === undefined || v === null || v === '') return 0;
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^\s*[+-]?\d{1,15}\s*$/.test(v) ? Number(v) : NaN;
   if (!Number.isSafeInteger(n)) throw invalid(field, 'an integer');
@@ -54,7 +52,8 @@ export function bool(v: unknown): boolean {
 }
 
 /** A string array field; anything else (a string, numbers inside) is a 400 like gin's binding error. */
-export function strArray(v: unknown, field: string): string[] {
+export function strArray(o: Fields, field: string): string[] {
+  const v = list(o, field);
   if (v === undefined || v === null) return [];
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw invalid(field, 'an array of strings');
   return v;

@@ -9,6 +9,25 @@ import { ApiError } from './envelope.js';
 
 export type Fields = Record<string, unknown>;
 
+/**
+ * Marks a body parsed from a form (app.ts). Form values are text, and repeated keys arrive as
+ * arrays: gin binds a scalar field to the first value and a list field to all of them (`names=a`
+ * is `["a"]`), while a JSON body keeps its types strictly.
+ */
+export const FORM = Symbol('form body');
+
+/** A field's value as bound for a scalar: a form's repeated key counts with its first value. */
+export function scalar(o: Fields, field: string): unknown {
+  const v = o[field];
+  return Array.isArray(v) && (o as { [FORM]?: boolean })[FORM] ? v[0] : v;
+}
+
+/** A field's value as bound for a list: a form's single value is a list of one. */
+export function list(o: Fields, field: string): unknown {
+  const v = o[field];
+  return typeof v === 'string' && (o as { [FORM]?: boolean })[FORM] ? [v] : v;
+}
+
 const invalid = (msg: string) => new ApiError(400, `invalid request: ${msg}`);
 
 /** The body as an object; an empty body is `{}`. Arrays and scalars are refused. */
@@ -21,7 +40,7 @@ export function bodyObject(req: FastifyRequest): Fields {
 
 /** An optional string field: absent or null → undefined; any other non-string → 400. */
 export function optString(o: Fields, field: string): string | undefined {
-  const v = o[field];
+  const v = scalar(o, field);
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw invalid(`${field} must be a string`);
   return v;

@@ -11,7 +11,7 @@ import { fields, int, strArray, type Fields } from '../fs-common.js';
 /** An optional list of paths (empty ones dropped); undefined when absent. */
 function paths(o: Fields, field: string): string[] | undefined {
   if (o[field] === undefined || o[field] === null) return undefined;
-  return strArray(o[field], field).filter((p) => p !== '');
+  return strArray(o, field).filter((p) => p !== '');
 }
 
 const routes: RoutePlugin = async (app, { core }) => {

@@ -35,8 +35,8 @@ function moveTo(core: Core, ctx: AccessContext, src: string, dst: string, name: 
   return mapCode(() => core.vfs.moveTo(ctx, src, dst, { overwrite }), 'EXISTS', () => existsError(name));
 }
 
-function names(v: unknown): string[] {
-  const list = strArray(v, 'names');
+function names(f: Fields): string[] {
+  const list = strArray(f, 'names');
   if (list.length === 0) throw new ApiError(400, 'Empty file names');
   return list.map(validateName);
 }
@@ -147,7 +147,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   const transfer = (kind: 'move' | 'copy') => async (req: FastifyRequest) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const list = names(f.names);
+    const list = names(f);
     const srcDir = normalize(str(f, 'src_dir'));
     const dstDir = normalize(str(f, 'dst_dir'));
     const overwrite = bool(f.overwrite);
@@ -207,7 +207,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/remove', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const list = names(f.names);
+    const list = names(f);
     const dir = normalize(str(f, 'dir'));
     for (const n of list) {
       try {

@@ -17,7 +17,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const tasks = await offline.add(ctx, {
-      urls: strArray(f.urls, 'urls').filter((u) => u.trim() !== ''),
+      urls: strArray(f, 'urls').filter((u) => u.trim() !== ''),
       path: str(f, 'path'),
       tool: str(f, 'tool'),
       delete_policy: str(f, 'delete_policy'),
