@@ -79,11 +79,11 @@ export class SftpAuth {
     if (!ctx.signature || !ctx.blob) return ctx.accept();
     const key = utils.parseKey(Buffer.from(found.key.key_blob, 'base64'));
     if (key instanceof Error || Array.isArray(key) || key.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
-      this.d.accounts.throttle.fail(this.ip);
+      this.d.accounts.throttle.fail(this.ip, ctx.username);
       return this.refuse(ctx, 'bad signature');
     }
     await touchKey(this.d.store, found.key.id);
-    this.d.accounts.throttle.succeed(this.ip);
+    this.d.accounts.throttle.succeed(this.ip, found.user.username, can.isAdmin(principal));
     this.accept(ctx, found.user, principal, 'publickey');
   }
 

@@ -9,7 +9,7 @@ import type { Store } from '../store/store.js';
 import type { UserRecord } from '../store/types.js';
 import { ROLE, can, type Principal, type Protocol, type Role } from './principal.js';
 import { hashPassword, newSalt, staticHash, verifyStatic } from './passwords.js';
-import { LoginThrottle } from './throttle.js';
+import { ipKey, LoginThrottle } from './throttle.js';
 import { normalize } from '../paths.js';
 
 export type LoginFailure =
@@ -86,6 +86,8 @@ export class Accounts {
   readonly throttle = new LoginThrottle();
   /** keyed digest of (protocol, username, password) → the login it gave. */
   private readonly verified = new Map<string, VerifiedCredential>();
+  /** Running checks of credentials not (or no longer) in `verified`: client IP + `verified` key → check. */
+  private readonly checking = new Map<string, Promise<LoginResult>>();
   private readonly cacheKey = crypto.randomBytes(32).toString('hex');
   /** onUsersChange listeners: holders of long-lived logins (SFTP connections). */
   private readonly usersListeners = new Set<() => void>();
@@ -127,11 +129,18 @@ export class Accounts {
     return (await this.store.users.findBy('role', ROLE.ADMIN))[0];
   }
 
-  /** Check a login. Counts failures against the IP and clears them on success. */
-  async authenticate(req: LoginRequest): Promise<LoginResult> {
+  /**
+   * Check a login. Counts failures against the IP and clears them on success. Attempts from one IP
+   * run one after another (LoginThrottle.serially), so parallel guesses cannot outrun the limit.
+   */
+  authenticate(req: LoginRequest): Promise<LoginResult> {
+    return this.throttle.serially(req.ip, () => this.attempt(req));
+  }
+
+  private async attempt(req: LoginRequest): Promise<LoginResult> {
     if (!this.throttle.allow(req.ip)) return { ok: false, reason: 'throttled' };
     const fail = (reason: LoginFailure): LoginResult => {
-      this.throttle.fail(req.ip);
+      this.throttle.fail(req.ip, req.username);
       return { ok: false, reason };
     };
     const user = await this.byName(req.username);
@@ -142,11 +151,18 @@ export class Accounts {
     }
     const hashed = req.hashed ?? (req.password !== undefined ? staticHash(req.password) : '');
     if (!hashed || !(await verifyStatic(hashed, user.salt, user.pwd_hash))) return fail('bad_password');
-    if (user.otp_secret && !req.skipOtp && !checkTotp(user.otp_secret, req.otp ?? '')) return fail('otp_required');
+    if (user.otp_secret && !req.skipOtp) {
+      // The right password with no code at all (WebDAV Basic, SFTP's password method, the first step
+      // of keyboard-interactive) is no guess: counting it would let a 2FA user's WebDAV client lock
+      // out their IP. It does not clear the IP's failures either. A code given (REST sends '' when
+      // absent, as AList counts it) must be right.
+      if (req.otp === undefined) return { ok: false, reason: 'otp_required' };
+      if (!checkTotp(user.otp_secret, req.otp)) return fail('otp_required');
+    }
     const principal = principalOf(user);
     if (user.disabled) return { ok: false, reason: 'disabled' };
     if (!can.login(principal, req.protocol)) return { ok: false, reason: 'protocol_denied' };
-    this.throttle.succeed(req.ip);
+    this.throttle.succeed(req.ip, user.username, can.isAdmin(principal));
     return { ok: true, user, principal };
   }
 
@@ -163,7 +179,14 @@ export class Accounts {
     const key = sha256(this.cacheKey + JSON.stringify([req.protocol, req.username, req.password]));
     const hit = this.verified.get(key);
     if (hit && hit.until > Date.now() && hit.usersRevision === this.store.users.revision()) return hit.result;
-    return this.recheckCached(key, hit, req);
+    // Requests a client sends in parallel with the same credential share one check: checks from one
+    // IP run one at a time (authenticate), and each would cost a scrypt. Per IP, as the throttle counts.
+    const checkKey = `${ipKey(req.ip)} ${key}`;
+    const running = this.checking.get(checkKey);
+    if (running) return running;
+    const check = this.recheckCached(key, hit, req).finally(() => this.checking.delete(checkKey));
+    this.checking.set(checkKey, check);
+    return check;
   }
 
   private async recheckCached(key: string, hit: VerifiedCredential | undefined, req: LoginRequest & { password: string }): Promise<LoginResult> {

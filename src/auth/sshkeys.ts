@@ -25,6 +25,13 @@ export interface ParsedPublicKey {
 
 const KEY_TYPES = new Set(['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'ssh-rsa']);
 
+/**
+ * Longest key text accepted. One key line is at most a few KiB (RSA-16384 is 2.8 KiB) and a pasted
+ * authorized_keys file rarely more; each line costs a key parse, and a 1 MiB body of short lines
+ * held the event loop for half a second.
+ */
+export const MAX_KEY_TEXT = 64 * 1024;
+
 export const KEY_INVALID = 'provided key invalid';
 export const TITLE_EXISTS = 'key with the same title already exists';
 export const KEY_NOT_FOUND = 'failed to get public key';
@@ -103,7 +110,7 @@ export async function listKeys(store: Store, userId: number): Promise<SshKeyReco
 export async function addKey(store: Store, userId: number, title: string, text: string): Promise<SshKeyRecord> {
   const keyStr = text.trim();
   if ((await listKeys(store, userId)).some((k) => k.title === title)) throw new VfsError('EXISTS', TITLE_EXISTS);
-  const key = parseAuthorizedKey(keyStr);
+  const key = keyStr.length <= MAX_KEY_TEXT ? parseAuthorizedKey(keyStr) : undefined;
   if (!key) throw new VfsError('INVALID', KEY_INVALID);
   const now = isoWithOffset();
   return store.sshKeys.insert({

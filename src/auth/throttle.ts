@@ -1,18 +1,56 @@
 /**
  * Login throttling per client IP, one instance shared by REST, WebDAV and SFTP (AList's rule):
  * failures accumulate; from the 6th attempt on every attempt is refused and re-arms a 5-minute
- * lock; 5 quiet minutes forget the IP; a success clears it.
+ * lock; 5 quiet minutes forget the IP; a success clears it, if it is the admin's or the failures
+ * were all for the user who succeeded (see succeed).
  */
+import { createHash } from 'node:crypto';
+
 export const MAX_FAILURES = 5;
 export const LOCK_MS = 5 * 60 * 1000;
 
+/**
+ * The counter's key for a client address. A socket listening on `::` reports an IPv4 client as
+ * `::ffff:a.b.c.d` (REST and SFTP pass that on) while WebDAV strips the prefix: without one form the
+ * protocols would count the same client under two keys.
+ */
+export function ipKey(ip: string): string {
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice('::ffff:'.length) : ip;
+}
+
 export class LoginThrottle {
-  private readonly entries = new Map<string, { failures: number; until: number }>();
+  /**
+   * Per IP: failures, when they are forgotten, and the one user they were all for (a digest: the
+   * name comes from the client and may be long), or null when they were for several.
+   */
+  private readonly entries = new Map<string, { failures: number; until: number; user: string | null }>();
+  /** Per IP, the end of the attempts queued by serially(). */
+  private readonly queues = new Map<string, Promise<void>>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
+  /**
+   * Run one login attempt of `ip` after those it already has running. A password check takes tens
+   * of milliseconds (scrypt) and allow() sees only failures already counted, so attempts sent in
+   * parallel would all pass it before the first failure counts, and the limit would not hold.
+   */
+  serially<T>(ip: string, attempt: () => Promise<T>): Promise<T> {
+    const key = ipKey(ip);
+    const run = (this.queues.get(key) ?? Promise.resolve()).then(attempt);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(key, tail);
+    void tail.then(() => {
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    });
+    return run;
+  }
+
   /** True when this IP may try now. A refused attempt extends the lock. */
   allow(ip: string): boolean {
+    ip = ipKey(ip);
     const e = this.entries.get(ip);
     if (!e) return true;
     const t = this.now();
@@ -27,20 +65,35 @@ export class LoginThrottle {
     return true;
   }
 
-  fail(ip: string): void {
-    const e = this.entries.get(ip) ?? { failures: 0, until: 0 };
+  fail(ip: string, username: string): void {
+    ip = ipKey(ip);
+    const user = digest(username);
+    const e = this.entries.get(ip) ?? { failures: 0, until: 0, user };
     e.failures += 1;
+    if (e.user !== user) e.user = null;
     e.until = this.now() + LOCK_MS;
     this.entries.set(ip, e);
     if (this.entries.size > 100_000) this.sweep();
   }
 
-  succeed(ip: string): void {
-    this.entries.delete(ip);
+  /**
+   * A login of `username` succeeded. It clears the IP's failures when they were all for that user (a
+   * mistyped password) or when it is the admin (who has nothing left to guess). Any other login (the
+   * guest's, whose password is public; an insider's own account) must not reset the count between
+   * guesses at another account, or guessing would go on forever, four at a time.
+   */
+  succeed(ip: string, username: string, isAdmin: boolean): void {
+    ip = ipKey(ip);
+    const e = this.entries.get(ip);
+    if (e && (isAdmin || e.user === digest(username))) this.entries.delete(ip);
   }
 
   private sweep(): void {
     const t = this.now();
     for (const [ip, e] of this.entries) if (t > e.until) this.entries.delete(ip);
   }
+}
+
+function digest(username: string): string {
+  return createHash('sha256').update(username).digest('base64');
 }
