@@ -49,6 +49,17 @@ describe('shared login throttling', () => {
     // Another client behind the same proxy is not locked out.
     expect((await restLogin(ts, ADMIN_PASSWORD, { 'x-forwarded-for': '198.51.100.8' })).code).toBe(200);
   });
+
+  it.each(['loopback', '127.0.0.0/8'])('WebDAV reads trusted_proxies as REST does (%s): one client, one counter, others behind the proxy unaffected', async (trusted) => {
+    ts = await startTestServer({ env: { TREEGATE_SFTP_ENABLE: 'false', TREEGATE_TRUSTED_PROXIES: trusted } });
+    const dav = (password: string, client: string) =>
+      davRequest(ts!.url, 'PROPFIND', '/dav/', { user: 'admin', password, headers: { depth: '0', 'x-forwarded-for': client } });
+    for (let i = 0; i < 3; i++) expect((await dav(`bad-${i}`, '198.51.100.7')).status).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await restLogin(ts, `bad-rest-${i}`, { 'x-forwarded-for': '198.51.100.7' })).code).toBe(400);
+    expect((await restLogin(ts, ADMIN_PASSWORD, { 'x-forwarded-for': '198.51.100.7' })).code).toBe(429);
+    expect((await dav(ADMIN_PASSWORD, '198.51.100.7')).status).toBe(429);
+    expect((await dav(ADMIN_PASSWORD, '198.51.100.8')).status).toBe(207);
+  });
 });
 
 describe('oversized bodies', () => {

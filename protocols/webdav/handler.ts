@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import proxyaddr from '@fastify/proxy-addr';
 import type { Core } from '../../src/core.js';
 import { isVfsError } from '../../src/errors.js';
 import { accessLogger } from '../../src/log.js';
@@ -56,7 +57,7 @@ export function createWebdavHandler(core: Core): WebdavHandler {
     kv: core.store.kv,
     settings: core.settings,
     log: core.log.child({ proto: 'webdav' }),
-    trustedProxies: core.config.trusted_proxies ?? [],
+    trustProxy: core.config.trusted_proxies?.length ? proxyaddr.compile(core.config.trusted_proxies) : undefined,
     siteBase: sitePathOf(core.config.site_url ?? ''),
     onChange: (listener) => core.vfs.onChange(listener),
   }));
@@ -111,7 +112,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       }
       path = p;
       if (method === 'OPTIONS' && !req.headers.authorization) return optionsAnonymous(res);
-      const ip = clientIp(req, deps.trustedProxies);
+      const ip = clientIp(req, deps.trustProxy);
       const principal = await authenticate(deps, req, ip);
       user = principal.username;
       const fn = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined; // the method is client input

@@ -3,6 +3,7 @@
  * path conversion, bodies, and small response helpers. Nothing here touches files: that is the VFS.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import proxyaddr from '@fastify/proxy-addr';
 import type { Logger } from 'pino';
 import type { AccessContext } from '../../src/auth/principal.js';
 import type { Accounts } from '../../src/auth/accounts.js';
@@ -24,7 +25,8 @@ export interface DavDeps {
   kv: KvRepo;
   settings: SignSettings;
   log: Logger;
-  trustedProxies: readonly string[];
+  /** trusted_proxies compiled by proxy-addr; undefined when none (X-Forwarded-For is ignored). */
+  trustProxy?: (addr: string, i: number) => boolean;
   /** site_url's path (`/tg` behind a proxy at https://nas/tg), '' at the root: prefixed to hrefs. */
   siteBase: string;
   /** The VFS's change feed (Vfs.onChange): locks and dead properties follow the tree. */
@@ -148,12 +150,13 @@ export function sendStatus(res: ServerResponse, status: number, headers: Record<
   res.end(text);
 }
 
-/** The client's IP: the socket peer, or X-Forwarded-For when the peer is a trusted proxy. */
-export function clientIp(req: IncomingMessage, trusted: readonly string[]): string {
-  const strip = (a: string) => (a.startsWith('::ffff:') ? a.slice(7) : a);
-  const peer = strip(req.socket.remoteAddress ?? '');
-  if (!trusted.length || !trusted.includes(peer)) return peer;
-  const hops = String(req.headers['x-forwarded-for'] ?? '').split(',').map((s) => strip(s.trim())).filter(Boolean);
-  while (hops.length && trusted.includes(hops[hops.length - 1]!)) hops.pop();
-  return hops.pop() ?? peer;
+/**
+ * The client's IP: the socket peer, or X-Forwarded-For's nearest untrusted hop when the peer is a
+ * trusted proxy. `trusted_proxies` is read as REST's (fastify's) proxy-addr reads it: addresses, CIDR
+ * ranges and the names loopback, linklocal, uniquelocal, so both protocols see the same client (the
+ * login throttle counts per IP across them). An IPv4 client on a dual-stack socket loses `::ffff:`.
+ */
+export function clientIp(req: IncomingMessage, trust: ((addr: string, i: number) => boolean) | undefined): string {
+  const ip = trust ? proxyaddr(req, trust) : (req.socket.remoteAddress ?? '');
+  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice('::ffff:'.length) : ip;
 }
