@@ -197,14 +197,19 @@ export class FtpDriver implements Driver {
     return { name: args.name, path, size: count.bytes, isDir: false, modified: args.modified ?? new Date() };
   }
 
-  /** Remove a failed upload's temp file; the server may still be closing it, so look again (bounded). */
+  /**
+   * Remove a failed upload's temp file; the server may still be closing it, so look again (bounded).
+   * A server that cannot be reached (the reason the upload failed, often) gets it removed after the
+   * next login instead: it would otherwise stay, visible in listings, for good.
+   */
   private async discard(tmp: string): Promise<void> {
     for (let i = 0; i < 5; i++) {
       const left = await this.session.run(async (c) => {
         await c.remove(tmp, true);
         await new Promise((r) => setTimeout(r, 50 * (i + 1)));
         return (await fileSize(c, tmp)) !== undefined;
-      }).catch(() => true);
+      }, { idempotent: true }).catch(() => undefined); // both calls swallow the server's refusals: this is a transport failure
+      if (left === undefined) return void this.session.leave(tmp);
       if (!left) return;
     }
     this.ctx.log.warn({ path: tmp }, 'ftp: could not remove a failed upload\'s temp file');

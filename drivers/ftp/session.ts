@@ -98,6 +98,8 @@ export class FtpSession {
   private readonly idleMs: number;
   /** Aborted by close(): every job sees it as its own abort, so waiting, dialling and running jobs all stop. */
   private readonly life = new AbortController();
+  /** Temporary files a failed upload could not remove (the server was unreachable): removed after the next login. */
+  private readonly orphans = new Set<string>();
 
   constructor(private readonly p: FtpParams, private readonly log: Logger, pool: PoolOpts = {}) {
     this.free = pool.size ?? POOL_SIZE;
@@ -114,6 +116,7 @@ export class FtpSession {
     const unsubscribe = this.onStop(signal, () => c.close());
     try {
       await c.access({ host: this.p.host, port: this.p.port, user: this.p.user, password: this.p.password, secure: false });
+      if (this.orphans.size) void this.removeOrphans();
       return c;
     } catch (e) {
       c.close();
@@ -157,6 +160,21 @@ export class FtpSession {
       }
     } finally {
       this.release();
+    }
+  }
+
+  /** Remember a remote file to remove once the server can be reached again. */
+  leave(remotePath: string): void {
+    this.orphans.add(remotePath);
+  }
+
+  /** Best effort, in the background: a file that still cannot be removed waits for the next login. */
+  private async removeOrphans(): Promise<void> {
+    const paths = [...this.orphans];
+    this.orphans.clear();
+    for (const path of paths) {
+      // remove(path, true) ignores the server's refusals (already gone): only a transport failure throws.
+      await this.run((c) => c.remove(path, true)).catch(() => { if (!this.life.signal.aborted) this.orphans.add(path); });
     }
   }
 

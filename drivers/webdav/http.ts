@@ -24,8 +24,11 @@ export interface RequestOpts {
 
 const MAX_REDIRECTS = 5;
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND']);
-/** A connection that goes silent this long is given up (uploads and downloads keep it busy). */
-const IDLE_MS = 60_000;
+/**
+ * A connection that goes silent this long is given up (uploads and downloads keep it busy).
+ * Mutable only so tests can shorten it; read when a request is made.
+ */
+export const DAV_TIMEOUTS = { idleMs: 60_000 };
 
 export class DavHttp {
   private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -74,6 +77,7 @@ export class DavHttp {
     const mod = url.protocol === 'https:' ? https : http;
     return new Promise<DavResponse>((resolve, reject) => {
       let settled = false;
+      let body: IncomingMessage | undefined;
       const fail = (e: unknown) => {
         if (settled) return;
         settled = true;
@@ -81,15 +85,22 @@ export class DavHttp {
         reject(e instanceof VfsError ? e : new VfsError('UPSTREAM', `webdav: ${method} failed: ${(e as NodeJS.ErrnoException)?.code ?? (e as Error)?.message}`, { cause: e }));
       };
       const req = mod.request(url, {
-        method, headers, signal: opts.signal, timeout: IDLE_MS,
+        method, headers, signal: opts.signal, timeout: DAV_TIMEOUTS.idleMs,
         agent: fresh ? false : url.protocol === 'https:' ? this.httpsAgent : this.httpAgent,
         rejectUnauthorized: this.httpsAgent.options.rejectUnauthorized,
       }, (res) => {
         if (settled) return void res.resume();
         settled = true;
+        body = res;
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
       });
-      req.on('timeout', () => fail(new VfsError('UPSTREAM', `webdav: ${method} timed out`)));
+      req.on('timeout', () => {
+        const e = new VfsError('UPSTREAM', `webdav: ${method} timed out`);
+        // The answer has begun and its body went silent (a download, a listing): fail the body,
+        // or its reader would wait forever on a socket that stays open.
+        if (body) body.destroy(e);
+        else fail(e);
+      });
       req.on('error', (e) => fail(opts.signal?.aborted ? new VfsError('UPSTREAM', 'operation aborted', { cause: e }) : e));
       if (opts.body instanceof Readable) pipeline(opts.body, req, (e) => { if (e) fail(e); });
       else req.end(opts.body);
