@@ -103,6 +103,8 @@ export class SearchQueries {
 
   /** `access` undefined: no rule can deny anything (see-hidden and skip-password). */
   run(query: SearchQuery, access?: AccessChecker): SearchPage {
+    // No name holds NUL (every surface refuses it), and FTS5 cannot parse a phrase holding one.
+    if (query.keywords.some((k) => k.includes('\0'))) return { hits: [], total: 0 };
     const q = { ...query, offset: Math.min(query.offset, MAX_ROWS), limit: Math.min(query.limit, MAX_ROWS) };
     const long = q.keywords.filter(indexable);
     const sub = below(q.root, 'e.parent');

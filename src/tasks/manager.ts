@@ -86,9 +86,14 @@ export class TaskManager {
 
   /** Load persisted tasks: keep finished ones, queue or fail unfinished ones. Call after register(). */
   async start(): Promise<void> {
-    for (const rec of await this.opts.store.tasks.list()) {
+    const all = await this.opts.store.tasks.list();
+    // Every record is linked before any is judged: an abandoned task's cleanup asks for its
+    // children (e.g. a download's transfers), which come after it in the list.
+    for (const rec of all) {
       this.tasks.set(rec.id, rec);
       this.link(rec);
+    }
+    for (const rec of all) {
       if (DONE_STATES.has(rec.state)) continue;
       const runner = this.runners.get(rec.kind as TaskKind);
       if (runner?.resumable && rec.state !== S.CANCELING) {

@@ -1,8 +1,9 @@
 /**
  * As-Task uploads (alist-compat §10): the request body is first spooled to a temp file, the reply
  * carries the task (state 0, `uploading`), and a worker then puts the file through the VFS. The
- * temp file goes on every outcome. Not resumable: a restart fails the task (`interrupted by a
- * restart`) and removes its temp file, since the client has long been told "accepted".
+ * temp file goes on every outcome (a retried task then fails at once, asking for a new upload).
+ * Not resumable: a restart fails the task (`interrupted by a restart`) and removes its temp file,
+ * since the client has long been told "accepted".
  * The task keeps the storage its folder resolved to at the request and fails (no retry) when the
  * path no longer resolves to it (storage deleted meanwhile), rather than writing elsewhere.
  */
@@ -17,7 +18,7 @@ import { VfsError } from '../errors.js';
 import { basename, parent } from '../paths.js';
 import type { TaskRecord } from '../store/types.js';
 import type { PutOptions, VfsApi } from '../vfs/types.js';
-import type { TaskManager } from './manager.js';
+import { FatalTaskError, type TaskManager } from './manager.js';
 import type { KindRunner, TaskInfo } from './types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf } from './where.js';
 
@@ -44,6 +45,8 @@ export class Uploads {
       run: async (t) => {
         const a = t.args;
         const tmp = String(a.tmp);
+        // The spooled body goes when the task ends, whatever the outcome: a retry has nothing to put.
+        if (!(await stat(tmp).then(() => true, () => false))) throw new FatalTaskError('the uploaded data is gone: upload the file again');
         await pinStorage(this.vfs, t.ctx, parent(String(a.path)), storagePin(a.storage), 'destination');
         const size = typeof a.size === 'number' ? a.size : undefined;
         const opts: PutOptions = {

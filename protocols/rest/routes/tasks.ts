@@ -56,7 +56,8 @@ const routes: RoutePlugin = async (app, { core }) => {
     g.post(`${prefix}/retry`, one((id) => m.retry(id)));
 
     const some = (act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
-      const failed: Record<string, string> = {};
+      // No prototype: an id such as `__proto__` is a key like any other, not a setter.
+      const failed: Record<string, string> = Object.create(null);
       for (const id of ids(req)) {
         const r = m.get(id);
         if (!r || !visible(req, kind)(r)) failed[id] = NOT_FOUND;

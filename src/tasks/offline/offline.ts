@@ -7,19 +7,23 @@
  * Temp files: delete_policy is applied per transferred file when its task ends; a failed or
  * cancelled download removes its folder at once; at start-up every temp folder no task refers to
  * is swept. Downloads are not resumable (the tool's job may be gone); transfers are.
+ *
+ * Like copy and upload tasks, both keep the storage the target folder resolved to when the
+ * download was added, and fail (no retry) once the path no longer resolves to it (storage deleted
+ * meanwhile), rather than writing into whatever storage serves the path now (e.g. the root).
  */
 import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
-import { basename as hostBase, dirname as hostDir, join as hostJoin, relative as hostRelative } from 'node:path';
+import { basename as hostBase, dirname as hostDir, join as hostJoin, relative as hostRelative, sep as hostSep } from 'node:path';
 import { can, type AccessContext } from '../../auth/principal.js';
 import { VfsError } from '../../errors.js';
 import { join } from '../../paths.js';
 import type { Settings } from '../../settings/settings.js';
 import type { TaskRecord } from '../../store/types.js';
 import type { VfsApi } from '../../vfs/types.js';
-import type { TaskManager } from '../manager.js';
+import { FatalTaskError, type TaskManager } from '../manager.js';
 import { TASK_STATE, type KindRunner, type TaskInfo } from '../types.js';
-import { fmtWhere, whereOf } from '../where.js';
+import { fmtWhere, pinStorage, storagePin, whereOf } from '../where.js';
 import { Aria2Tool } from './aria2.js';
 import { QbittorrentTool } from './qbittorrent.js';
 import { resolveRedirects, SimpleHttpTool } from './simple-http.js';
@@ -119,7 +123,9 @@ export class Offline {
     const creator = { id: p.userId, username: p.username, role: p.role };
     const out: TaskInfo[] = [];
     for (const url of urls) {
-      const args = { url: url.href, dst: req.path, tool: tool.name, delete_policy: req.delete_policy, ip: ctx.ip };
+      const args = {
+        url: url.href, dst: req.path, storage: { id: storage.id, mount: storage.mountPath }, tool: tool.name, delete_policy: req.delete_policy, ip: ctx.ip,
+      };
       out.push(await this.tasks.create('offline_download', creator, `download ${url.href} to (${dstFull})`, args));
     }
     return out;
@@ -130,12 +136,13 @@ export class Offline {
   }
 
   downloadRunner(): KindRunner {
-    return {
+    return this.hidingTemp({
       resumable: false,
       run: async (t) => {
         const tool = this.tool(str(t.args.tool));
         if (!tool) throw new Error(`failed get tool: tool ${str(t.args.tool)} not found`);
         if (!tool.ready()) await tool.init();
+        await pinStorage(this.vfs, t.ctx, str(t.args.dst), storagePin(t.args.storage), 'destination');
         let url = new URL(str(t.args.url));
         await this.guard.checkUrl(url);
         // Downloads never resume: what an earlier run left (a failed job, a retry's old handle) goes first.
@@ -163,7 +170,7 @@ export class Offline {
         for (const n of names) {
           const src = hostJoin(dir, n);
           await t.spawn('offline_download_transfer', `transfer [](${hostRelative(this.tempRoot, src)}) to ${dstWhere}`, {
-            src, dst, root: dir, delete_policy: str(t.args.delete_policy),
+            src, dst, storage: t.args.storage, root: dir, delete_policy: str(t.args.delete_policy),
           });
         }
         await tool.afterComplete?.(job, t.setStatus);
@@ -172,20 +179,27 @@ export class Offline {
       finished: async (rec) => {
         if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
       },
+      // Its transfers (resumable) may still need the files: then only the tool's job goes.
       abandoned: async (rec) => {
-        await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args).catch(() => undefined);
-        if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
+        const transferring = this.tasks.childrenOf(rec.id).length > 0;
+        await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args, transferring).catch(() => undefined);
+        if (!transferring) await rm(this.dirOf(rec), { recursive: true, force: true });
       },
-    };
+    });
   }
 
   transferRunner(): KindRunner {
-    return {
+    return this.hidingTemp({
       resumable: true,
       run: async (t) => {
         const src = str(t.args.src);
         const dst = str(t.args.dst);
-        const st = await stat(src);
+        await pinStorage(this.vfs, t.ctx, dst, storagePin(t.args.storage), 'destination');
+        const st = await stat(src).catch((e: unknown) => {
+          // E.g. removed by delete_policy when an earlier run failed: no retry can bring it back.
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new FatalTaskError(`the downloaded file is gone: ${hostRelative(this.tempRoot, src)}`);
+          throw e;
+        });
         const name = hostBase(src);
         if (st.isDirectory()) {
           const target = join(dst, name);
@@ -196,7 +210,7 @@ export class Offline {
             const child = hostJoin(src, n);
             if (started.has(child)) continue;
             await t.spawn('offline_download_transfer', `transfer [](${hostRelative(this.tempRoot, child)}) to ${dstWhere}`, {
-              src: child, dst: target, root: t.args.root, delete_policy: t.args.delete_policy,
+              src: child, dst: target, storage: t.args.storage, root: t.args.root, delete_policy: t.args.delete_policy,
             });
           }
           return;
@@ -212,6 +226,26 @@ export class Offline {
         }
       },
       finished: (rec) => this.afterTransfer(rec),
+    });
+  }
+
+  /**
+   * The runner, its errors naming host paths below the temp root relative to it, as task names do:
+   * task errors are shown to the task's creator, and where DATA lies on the host is none of theirs
+   * (fs errors carry the full path, and so may a tool's message about its download folder).
+   */
+  private hidingTemp(runner: KindRunner): KindRunner {
+    const root = this.tempRoot;
+    return {
+      ...runner,
+      run: (t) =>
+        runner.run(t).catch((e: unknown) => {
+          // Defined, not assigned: some errors (DOMException) have a getter-only message.
+          if (e instanceof Error && e.message.includes(root)) {
+            Object.defineProperty(e, 'message', { value: e.message.replaceAll(root + hostSep, '').replaceAll(root, ''), configurable: true, writable: true });
+          }
+          throw e;
+        }),
     };
   }
 

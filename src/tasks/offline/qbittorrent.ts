@@ -26,6 +26,14 @@ const APPEAR_MS = 60_000;
 
 export const tagOf = (taskId: string) => `treegate-${taskId}`;
 
+/** fetch, whose own message is only "fetch failed": the reason (ECONNREFUSED...) is its cause. */
+function request(url: URL, init: RequestInit): Promise<Response> {
+  return fetch(url, init).catch((e: unknown) => {
+    const cause = (e as { cause?: { message?: string } }).cause?.message;
+    throw cause ? new Error(`${(e as Error).message}: ${cause}`) : e;
+  });
+}
+
 export class QbittorrentTool implements OfflineTool {
   readonly name = 'qBittorrent';
   readonly schemes = ['http:', 'https:', 'magnet:', 'bc:'];
@@ -54,7 +62,7 @@ export class QbittorrentTool implements OfflineTool {
 
   private async login(): Promise<void> {
     const { base, user, pass } = this.endpoint();
-    const res = await fetch(new URL('api/v2/auth/login', base), {
+    const res = await request(new URL('api/v2/auth/login', base), {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded', referer: base.origin },
       body: new URLSearchParams({ username: user, password: pass }),
@@ -70,7 +78,7 @@ export class QbittorrentTool implements OfflineTool {
     if (!this.cookie) await this.login();
     const { base } = this.endpoint();
     const timeout = AbortSignal.timeout(10_000);
-    const res = await fetch(new URL(path, base), {
+    const res = await request(new URL(path, base), {
       method: body ? 'POST' : 'GET', body, headers: { cookie: this.cookie, referer: base.origin },
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     });
@@ -99,10 +107,10 @@ export class QbittorrentTool implements OfflineTool {
     return this.call('api/v2/torrents/delete', new URLSearchParams({ hashes: hash, deleteFiles: String(deleteFiles) }));
   }
 
-  /** Delete every torrent carrying the task's tag, with its files; true when there was one. */
-  private async removeTagged(id: string): Promise<boolean> {
+  /** Delete every torrent carrying the task's tag, with its files unless kept; true when there was one. */
+  private async removeTagged(id: string, deleteFiles = true): Promise<boolean> {
     const list = await this.tagged(id);
-    if (list.length) await this.remove(list.map((t) => t.hash).join('|'), true);
+    if (list.length) await this.remove(list.map((t) => t.hash).join('|'), deleteFiles);
     return list.length > 0;
   }
 
@@ -174,9 +182,9 @@ export class QbittorrentTool implements OfflineTool {
     if (typeof job.args.hash === 'string') await this.remove(job.args.hash, false);
   }
 
-  async forget(id: string, args: Record<string, unknown>): Promise<void> {
+  async forget(id: string, args: Record<string, unknown>, keepFiles = false): Promise<void> {
     this.watchers.get(id)?.abort();
-    await this.removeTagged(id).catch(() => undefined);
-    if (typeof args.hash === 'string' && args.hash) await this.remove(args.hash, true).catch(() => undefined);
+    await this.removeTagged(id, !keepFiles).catch(() => undefined);
+    if (typeof args.hash === 'string' && args.hash) await this.remove(args.hash, !keepFiles).catch(() => undefined);
   }
 }

@@ -33,9 +33,10 @@ export interface OfflineTool {
   readonly followsRedirects?: boolean;
   /**
    * Best effort: drop the task's job (and its files) from the tool: before every run (downloads
-   * never resume, so a handle in args is stale) and when the task will not run again.
+   * never resume, so a handle in args is stale) and when the task will not run again. keepFiles:
+   * the download had completed and started transfers, which still read its files.
    */
-  forget?(taskId: string, args: Record<string, unknown>): Promise<void>;
+  forget?(taskId: string, args: Record<string, unknown>, keepFiles?: boolean): Promise<void>;
 }
 
 /** Sleep that ends early (rejecting) when the signal aborts. */
