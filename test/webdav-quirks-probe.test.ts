@@ -2,8 +2,11 @@
  * WebDAV defects an adversarial client-quirk probe found (each test failed before its fix): XML
  * names the parser refused or renamed, nesting beyond the parser's limit (500s), quadratic
  * PROPPATCH/PROPFIND on many property names, DELETE of a user's own root, hidden names leaking
- * through 423 bodies, and relative Destination headers.
+ * through 423 bodies, and relative Destination headers. Also COPY and MOVE between storages.
  */
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { davClient, type DavClient } from './clients/webdav.js';
@@ -113,5 +116,47 @@ describe('Destination', () => {
     expect((await dav('COPY', '/src.txt', { headers: { Destination: '/api/fs/dst.txt' } })).status).toBe(502);
     expect((await dav('GET', '/dst.txt')).status).toBe(404);
     expect(ts.logs.filter((l) => /"level":50/.test(l))).toEqual([]);
+  });
+});
+
+describe('COPY and MOVE between storages (one drive, several storages)', () => {
+  let other: string;
+  beforeAll(async () => {
+    other = await mkdtemp(join(tmpdir(), 'tg-dav-other-'));
+    const token = await ts.login();
+    const r = await ts.api('/api/admin/storage/create', { token, body: { mount_path: '/other', driver: 'Local', addition: JSON.stringify({ root_folder_path: other }) } });
+    expect(r, JSON.stringify(r)).toMatchObject({ code: 200 });
+    for (const d of ['/x', '/x/tree', '/x/tree/sub']) expect((await dav('MKCOL', d)).status).toBe(201);
+    for (const f of ['/x/tree/a.txt', '/x/tree/sub/b.txt', '/x/file.txt']) expect((await dav('PUT', f, { body: `body of ${f}` })).status).toBe(201);
+  });
+  afterAll(() => rm(other, { recursive: true, force: true }));
+  const onDisk = (p: string) => readFile(join(other, p), 'utf8');
+
+  it('COPY of a folder is made member by member', async () => {
+    expect((await dav('COPY', '/x/tree', { headers: { Destination: '/dav/other/tree-copy' } })).status).toBe(201);
+    expect(await onDisk('tree-copy/a.txt')).toBe('body of /x/tree/a.txt');
+    expect(await onDisk('tree-copy/sub/b.txt')).toBe('body of /x/tree/sub/b.txt');
+    expect((await dav('GET', '/x/tree/a.txt')).status).toBe(200);
+  });
+
+  it('MOVE of a file and of a folder is a copy, then the source goes', async () => {
+    expect((await dav('MOVE', '/x/file.txt', { headers: { Destination: '/dav/other/file.txt' } })).status).toBe(201);
+    expect(await onDisk('file.txt')).toBe('body of /x/file.txt');
+    expect((await dav('GET', '/x/file.txt')).status).toBe(404);
+    expect((await dav('MOVE', '/x/tree', { headers: { Destination: '/dav/other/tree' } })).status).toBe(201);
+    expect(await onDisk('tree/sub/b.txt')).toBe('body of /x/tree/sub/b.txt');
+    expect((await dav('PROPFIND', '/x/tree', { headers: { Depth: '0' } })).status).toBe(404);
+  });
+
+  it('MOVE by a user who cannot see everything: hidden entries are neither copied nor deleted', async () => {
+    for (const d of ['/h', '/h/box']) expect((await dav('MKCOL', d)).status).toBe(201);
+    for (const f of ['/h/box/seen.txt', '/h/box/secret.txt']) expect((await dav('PUT', f, { body: f })).status).toBe(201);
+    const token = await ts.login();
+    await addMeta(ts, token, { path: '/h', hide: '^secret', h_sub: true });
+    await makeUser(ts, token, 'mover', RW);
+    expect((await as('mover')('MOVE', '/h/box', { headers: { Destination: '/dav/other/box' } })).status).toBe(201);
+    expect(await onDisk('box/seen.txt')).toBe('/h/box/seen.txt');
+    expect((await dav('GET', '/h/box/secret.txt')).body).toBe('/h/box/secret.txt');
+    expect((await dav('GET', '/h/box/seen.txt')).status).toBe(404);
   });
 });

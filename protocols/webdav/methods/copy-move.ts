@@ -53,7 +53,7 @@ export async function copyMove(dav: Dav): Promise<void> {
   // Locks and dead properties of what is removed or moved follow the tree (follow-changes.ts).
   if (existing && !replaceInPlace) await vfs.remove(dav.ctx, dst);
   if (move) {
-    await vfs.moveTo(dav.ctx, dav.path, dst, { overwrite: replaceInPlace });
+    await moveOrCopyAcross(dav, dst, src.isDir, replaceInPlace);
   } else if (src.isDir && depth === '0') {
     await vfs.mkdir(dav.ctx, dst);
     await dav.props.removeTree(vdst);
@@ -69,19 +69,51 @@ export async function copyMove(dav: Dav): Promise<void> {
 }
 
 /**
+ * vfs.moveTo; between two storages (one network drive holding several, where a client's drag from
+ * one folder to another is a MOVE) a copy, then the source goes: RFC 4918 §9.9 defines MOVE as that.
+ * A copy that fails leaves the source whole. The VFS has checked the move bit before CROSS_MOUNT;
+ * the copy and the removal check the copy and remove bits. What the user cannot see (hidden
+ * entries) is neither copied nor removed: a folder holding such entries stays at the source.
+ */
+async function moveOrCopyAcross(dav: Dav, dst: string, isDir: boolean, overwrite: boolean): Promise<void> {
+  const { vfs } = dav.deps;
+  try {
+    await vfs.moveTo(dav.ctx, dav.path, dst, { overwrite });
+  } catch (e) {
+    if (!isVfsError(e, 'CROSS_MOUNT')) throw e;
+    await copy(dav, dst, isDir, overwrite);
+    await dav.settled();
+    await dav.props.copyTree(vpathOf(dav, dav.path), vpathOf(dav, dst));
+    await removeSeen(dav, dav.path, isDir);
+  }
+}
+
+/** Remove what this user sees of `path`, bottom-up; a folder still holding anything else stays. */
+async function removeSeen(dav: Dav, path: string, isDir: boolean): Promise<void> {
+  const { vfs } = dav.deps;
+  if (!isDir) return vfs.remove(dav.ctx, path);
+  for (const c of (await vfs.list(dav.ctx, path)).entries) if (!c.virtual) await removeSeen(dav, `${path}/${c.name}`, c.isDir);
+  await vfs.remove(dav.ctx, path, { onlyEmpty: true }).catch((e: unknown) => {
+    if (!isVfsError(e, 'NOT_EMPTY')) throw e;
+  });
+}
+
+/**
  * vfs.copyTo, with two fallbacks built from other VFS calls: a single file between two storages is
- * streamed (read + put), and a folder the VFS cannot copy under a new name in one step is re-created
- * member by member (each member keeps its name, which every copying driver supports).
+ * streamed (read + put), and a folder the VFS cannot copy in one step (under a new name, or into
+ * another storage) is re-created member by member (each member keeps its name, which every
+ * copying driver supports).
  */
 async function copy(dav: Dav, dst: string, isDir: boolean, overwrite: boolean, src = dav.path): Promise<void> {
   const { vfs } = dav.deps;
   try {
     await vfs.copyTo(dav.ctx, src, dst, { overwrite });
   } catch (e) {
-    if (isDir && isVfsError(e, 'NOT_SUPPORTED')) {
+    if (isDir && (isVfsError(e, 'NOT_SUPPORTED') || isVfsError(e, 'CROSS_MOUNT'))) {
       await vfs.mkdir(dav.ctx, dst);
       const { entries } = await vfs.list(dav.ctx, src);
-      for (const c of entries) await copy(dav, `${dst}/${c.name}`, c.isDir, false, `${src === '/' ? '' : src}/${c.name}`);
+      // Storages mounted below the folder are not part of it (a move in one storage leaves them too).
+      for (const c of entries) if (!c.virtual) await copy(dav, `${dst}/${c.name}`, c.isDir, false, `${src === '/' ? '' : src}/${c.name}`);
       return;
     }
     if (isDir || !isVfsError(e, 'CROSS_MOUNT')) throw e;
