@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collect } from '../../drivers/conformance/helpers.js';
-import { clampRange, openLink } from './link.js';
+import { clampRange, LINK_TIMEOUTS, openLink } from './link.js';
 
 const DATA = Buffer.from('0123456789abcdefghij');
 
@@ -20,6 +20,8 @@ describe('openLink', () => {
     if (req.url === '/redirect-away') return res.writeHead(302, { location: `http://localhost:${portB}/file` }).end();
     if (req.url === '/redirect-home') return res.writeHead(302, { location: '/file' }).end();
     if (req.url === '/missing') return res.writeHead(404).end();
+    if (req.url === '/silent') return; // never answers
+    if (req.url === '/stalls') return void res.writeHead(200, { 'content-length': 1000 }).write(DATA); // then nothing
     const m = /bytes=(\d+)-(\d*)/.exec(req.headers.range ?? '');
     if (m && honourRange) {
       const end = m[2] ? Number(m[2]) : DATA.length - 1;
@@ -69,6 +71,21 @@ describe('openLink', () => {
       ['a', '/redirect-away', 'Bearer secret'], ['b', '/file', null],
     ]);
     expect(seen[3]!.range).toBe('bytes=1-2');
+  });
+
+  it('a url link whose server goes silent fails after LINK_TIMEOUTS.idleMs, before its answer or mid-body', async () => {
+    const saved = LINK_TIMEOUTS.idleMs;
+    LINK_TIMEOUTS.idleMs = 300;
+    try {
+      await expect(openLink({ kind: 'url', url: `http://127.0.0.1:${portA}/silent` })).rejects.toMatchObject({ code: 'UPSTREAM', message: 'link download went silent' });
+      const body = await openLink({ kind: 'url', url: `http://127.0.0.1:${portA}/stalls` });
+      await expect(collect(body)).rejects.toThrow();
+      // The timer only counts silence: a body that comes is read whole.
+      const whole = await openLink({ kind: 'url', url: `http://127.0.0.1:${portA}/file` });
+      expect((await collect(whole)).equals(DATA)).toBe(true);
+    } finally {
+      LINK_TIMEOUTS.idleMs = saved;
+    }
   });
 
   it('clampRange', () => {

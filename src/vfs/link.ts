@@ -10,6 +10,12 @@ import type { ByteRange, Link } from '../../drivers/types.js';
 /** Local reads use 1 MiB chunks: far fewer syscalls and event-loop turns than the 64 KiB default. */
 export const FILE_HIGH_WATER_MARK = 1 << 20;
 const MAX_REDIRECTS = 5;
+/**
+ * A URL link (an S3 presigned URL, a remote's direct link) whose server goes silent this long, for
+ * its answer or between two chunks of the body, fails: fetch's own limit is 5 minutes of silence.
+ * Mutable only so tests can shorten it; read when a fetch starts.
+ */
+export const LINK_TIMEOUTS = { idleMs: 60_000 };
 
 /**
  * The inclusive byte span a range selects in a file of `size` bytes. A missing range is the whole
@@ -49,6 +55,47 @@ export async function openLink(link: Link, range?: ByteRange, signal?: AbortSign
 }
 
 async function fetchRange(url: string, headers: Record<string, string>, range: ByteRange | undefined, signal?: AbortSignal): Promise<Readable> {
+  const idle = new IdleTimer(LINK_TIMEOUTS.idleMs);
+  try {
+    const body = await fetchFollowing(url, headers, range, signal ? AbortSignal.any([signal, idle.signal]) : idle.signal);
+    // Every chunk restarts the timer; silence aborts the fetch, which fails the body.
+    const watched = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        idle.restart();
+        cb(null, chunk);
+      },
+    });
+    pipeline(body, watched, () => idle.stop());
+    return watched;
+  } catch (e) {
+    idle.stop();
+    throw idle.signal.aborted ? new VfsError('UPSTREAM', 'link download went silent', { cause: e }) : e;
+  }
+}
+
+/** Aborts its signal after `ms` without a restart. */
+class IdleTimer {
+  private readonly ac = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    this.timer = setTimeout(() => this.ac.abort(new VfsError('UPSTREAM', 'link download went silent')), ms).unref();
+  }
+
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+
+  restart(): void {
+    this.timer.refresh();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+}
+
+async function fetchFollowing(url: string, headers: Record<string, string>, range: ByteRange | undefined, signal: AbortSignal): Promise<Readable> {
   const origin = new URL(url).origin;
   let current = url;
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
