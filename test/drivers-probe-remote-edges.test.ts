@@ -71,6 +71,15 @@ const ODD_NAMES = [
   'café-nfc.txt', 'cafe\u0301-nfd.txt', ' lead space.txt', 'trail space.txt ', '漢字 emoji 🎉.txt', "quote'\"<>.txt",
 ];
 
+describe.each(['SFTP', 'WebDav', 'FTP'] as const)('%s: upload temp files', (driver) => {
+  it('a name an upload uses while it runs (or left behind by a remote that went away) is not listed', async () => {
+    const dir = `/${driver.toLowerCase()}/temps`;
+    ok(await putFile(ts, admin, `${dir}/.left.bin.tg-ab12cd34.tmp`, 'left by a cut upload'));
+    ok(await putFile(ts, admin, `${dir}/kept.bin`, 'kept'));
+    expect(await listNames(dir)).toEqual(['kept.bin']);
+  });
+});
+
 describe.each(DRIVERS)('%s: awkward names', (driver) => {
   it('upload, list and download each name byte for byte; NFC and NFD stay two names', async () => {
     const dir = `/${driver.toLowerCase()}/names`;

@@ -4,7 +4,7 @@ import { FileType, FTPError, type Client, type FileInfo } from 'basic-ftp';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
-import { counter, destroyOnAbort, tempName } from '../util/streams.js';
+import { counter, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
 import type { FtpOptions } from './index.js';
 import { parseListDate } from './list-date.js';
 import { encodableName, ftpError, FtpSession, nodeEncoding, parseAddress } from './session.js';
@@ -75,7 +75,7 @@ export class FtpDriver implements Driver {
     if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
     const remote = this.remote(dir.path);
     return this.session.run(async (c) => {
-      const all = (await c.list(remote)).filter((f) => f.name !== '.' && f.name !== '..');
+      const all = (await c.list(remote)).filter((f) => f.name !== '.' && f.name !== '..' && !isTempName(f.name));
       // Many servers answer LIST of a missing folder with an empty listing: tell the cases apart.
       if (!all.length && segments(dir.path).length && !(await isDir(c, remote))) {
         throw new VfsError((await fileSize(c, remote)) === undefined ? 'NOT_FOUND' : 'NOT_A_DIR', undefined, { path: dir.path });

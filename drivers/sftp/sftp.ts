@@ -5,7 +5,7 @@ import type { Attributes, SFTPWrapper, Stats } from 'ssh2';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
-import { abortError, counter, destroyOnAbort, tempName } from '../util/streams.js';
+import { abortError, counter, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
 import { call, deadReason, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
 import type { SftpOptions } from './index.js';
 
@@ -129,7 +129,7 @@ export class SftpDriver implements Driver {
     }
     const out: Obj[] = [];
     for (const { filename, attrs } of entries) {
-      if (filename === '.' || filename === '..') continue;
+      if (filename === '.' || filename === '..' || isTempName(filename)) continue;
       const path = join(dir.path, filename);
       if (!attrs.isSymbolicLink()) {
         out.push(this.obj(path, attrs, attrs.isDirectory()));

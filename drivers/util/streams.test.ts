@@ -1,7 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { destroyOnAbort, tempName, utf8Prefix } from './streams.js';
+import { destroyOnAbort, isTempName, tempName, utf8Prefix } from './streams.js';
 
 describe('destroyOnAbort', () => {
   it('lets go of the signal when the stream closes, so a long-lived signal keeps no stream alive', async () => {
@@ -32,6 +32,11 @@ describe('tempName', () => {
       expect(t).toMatch(/^\..*\.tg-[0-9a-z]+\.tmp$/);
     }
     expect(tempName('short.txt')).toMatch(/^\.short\.txt\.tg-[0-9a-z]+\.tmp$/);
+  });
+
+  it('isTempName knows every name tempName makes, and no ordinary name', () => {
+    for (const name of ['a.txt', '漢'.repeat(80), '.hidden', 'x\ny']) expect(isTempName(tempName(name))).toBe(true);
+    for (const name of ['a.txt', '.hidden', 'a.tg-1234.tmp', '.a.tg-.tmp', '.a.tg-UPPER.tmp', '.a.tg-123456789.tmp']) expect(isTempName(name)).toBe(false);
   });
 
   it('utf8Prefix cuts by bytes at character boundaries', () => {

@@ -86,3 +86,13 @@ export function utf8Prefix(s: string, max: number): string {
 export function tempName(name: string): string {
   return `.${utf8Prefix(name, 100)}.tg-${Math.random().toString(36).slice(2, 10)}.tmp`;
 }
+
+const TEMP_NAME = /^\..*\.tg-[0-9a-z]{1,8}\.tmp$/s;
+
+/**
+ * A name tempName made: listings leave it out, as Local leaves out its own upload temp files. It
+ * exists while an upload runs, or stays behind one whose remote went away before its cleanup.
+ */
+export function isTempName(name: string): boolean {
+  return TEMP_NAME.test(name);
+}

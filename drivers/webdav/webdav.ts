@@ -2,7 +2,7 @@ import { pipeline, type Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, segments, validateName } from '../../src/paths.js';
 import { INSTANCE_HEADER, type ByteRange, type CallArgs, type Driver, type DriverContext, type Link, type Obj, type PutArgs, type RemoveArgs } from '../types.js';
-import { abortError, counter, destroyOnAbort, slice, tempName } from '../util/streams.js';
+import { abortError, counter, destroyOnAbort, slice, isTempName, tempName } from '../util/streams.js';
 import { basicAuth, DavHttp, text, type DavResponse } from './http.js';
 import type { WebDavOptions } from './index.js';
 import { parseMultistatus, PROPFIND_BODY, type DavEntry } from './propfind.js';
@@ -96,6 +96,7 @@ export class WebDavDriver implements Driver {
         continue;
       }
       if (e.segments.length !== self.length + 1) continue; // not a child (a confused server)
+      if (isTempName(e.segments.at(-1)!)) continue;
       out.push(this.obj(join(dir.path, e.segments.at(-1)!), e));
     }
     return out;
