@@ -8,6 +8,7 @@ import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../t
 import { HostPaths } from './host-path.js';
 import { isServed, listHostDir, TEMP_PREFIX } from './listing.js';
 import { putFile } from './put-file.js';
+import { refuseDataDir } from './data-guard.js';
 import { watchRoot } from './watch.js';
 import type { LocalOptions } from './index.js';
 
@@ -55,7 +56,7 @@ export class LocalDriver implements Driver {
   private readonly root: string;
   private readonly mkdirMode: number;
 
-  constructor(private readonly opts: LocalOptions, _ctx: DriverContext) {
+  constructor(private readonly opts: LocalOptions, private readonly ctx: DriverContext) {
     this.root = opts.root_folder_path.trim() === '' ? '' : nodePath.resolve(opts.root_folder_path);
     this.mkdirMode = parseInt(opts.mkdir_perm || '777', 8);
   }
@@ -68,7 +69,9 @@ export class LocalDriver implements Driver {
     if (this.root === '') throw new VfsError('INVALID', 'root_folder_path is required: the host folder this storage serves');
     const st = await stat(this.root).catch(() => undefined);
     if (!st?.isDirectory()) throw new Error(`root folder ${this.root} not exists`);
-    this.paths = new HostPaths(this.root, await realpath(this.root));
+    const real = await realpath(this.root);
+    await refuseDataDir(real, this.opts.root_folder_path, this.ctx.dataDir);
+    this.paths = new HostPaths(this.root, real);
   }
 
   async drop(): Promise<void> {

@@ -1,6 +1,7 @@
 /** Helpers shared by the admin CRUD routes: AList's query id parsing and list paging. */
 import { ApiError } from './envelope.js';
 import { int, paginate, type Fields } from './fs-common.js';
+import { scalar } from './input.js';
 
 /** Go's strconv.Atoi on the `id` query value; failure is a 400 with Go's text. */
 export function queryId(q: Fields): number {
@@ -9,6 +10,18 @@ export function queryId(q: Fields): number {
     throw new ApiError(400, `strconv.Atoi: parsing ${JSON.stringify(raw)}: invalid syntax`);
   }
   return Number(raw);
+}
+
+/**
+ * A boolean field of an admin record: JSON true/false (or null, Go's zero value), and the texts
+ * a form body carries. Anything else is a 400 as gin's binding refuses it: read loosely, a
+ * `"p_sub": "yes"` or `"disabled": "yes"` would silently save the opposite of what was meant.
+ */
+export function flag(o: Fields, field: string): boolean {
+  const v = scalar(o, field);
+  if (v === true || v === 'true' || v === 1 || v === '1') return true;
+  if (v === false || v === 'false' || v === 0 || v === '0' || v === null) return false;
+  throw new ApiError(400, `invalid request: ${field} must be a boolean`);
 }
 
 /** `{content, total}` of one page (page<1 → 1, per_page<1 → all). */

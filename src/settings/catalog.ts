@@ -9,8 +9,11 @@
  */
 export type SettingType = 'string' | 'text' | 'number' | 'bool' | 'select';
 
-/** Extra validation for text values: a JSON object/array, or one JavaScript regex per line. */
-export type SettingCheck = 'json_object' | 'json_array' | 'regex_lines';
+/**
+ * Extra validation for text values: a JSON object/array, one JavaScript regex per line, or one
+ * `/regex/flags` per line as AList's web front end reads hide_files.
+ */
+export type SettingCheck = 'json_object' | 'json_array' | 'regex_lines' | 'front_regex_lines';
 
 export interface SettingDef {
   key: string;
@@ -89,7 +92,7 @@ const ROWS: Row[] = [
   ['readme_autorender', 'true', 'bool', PREVIEW, PUBLIC],
   ['filter_readme_scripts', 'true', 'bool', PREVIEW, PUBLIC],
   // global
-  ['hide_files', '/\\/README.md/i', 'text', GLOBAL, PUBLIC],
+  ['hide_files', '/\\/README.md/i', 'text', GLOBAL, PUBLIC, { check: 'front_regex_lines' }],
   ['package_download', 'true', 'bool', GLOBAL, PUBLIC],
   ['customize_head', '', 'text', GLOBAL, PRIVATE],
   ['customize_body', '', 'text', GLOBAL, PRIVATE],

@@ -175,6 +175,11 @@ export function validateSetting(k: string, v: unknown, d: SettingDef | undefined
       throw bad(d.check === 'json_array' ? 'must be a JSON array' : 'must be a JSON object');
     }
   }
+  if (d.check === 'front_regex_lines') {
+    for (const line of v.split('\n').map((l) => l.trim()).filter(Boolean)) {
+      if (!frontEndCompiles(line)) throw bad(`the web front end cannot compile ${line} (one /regex/flags per line)`);
+    }
+  }
   if (d.check === 'regex_lines') {
     for (const line of v.split('\n').map((l) => l.trim()).filter(Boolean)) {
       try {
@@ -183,6 +188,22 @@ export function validateSetting(k: string, v: unknown, d: SettingDef | undefined
         throw bad(`invalid regular expression: ${line}`);
       }
     }
+  }
+}
+
+/**
+ * Does AList's web front end compile this hide_files line? It takes `/re/flags` apart with a
+ * replace and calls `new RegExp(re, flags)` without catching, so one bad line throws in every
+ * folder view. A line not in that form becomes `new RegExp(line, line)` there (the replace leaves it
+ * whole), which this mirrors.
+ */
+function frontEndCompiles(line: string): boolean {
+  const literal = /^\/(.*)\/([a-z]*)$/;
+  try {
+    new RegExp(line.replace(literal, '$1'), line.replace(literal, '$2'));
+    return true;
+  } catch {
+    return false;
   }
 }
 

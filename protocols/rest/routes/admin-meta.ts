@@ -9,8 +9,8 @@ import type { MetaInput } from '../../../src/vfs/meta-service.js';
 import type { RoutePlugin } from '../route-types.js';
 import { requireAdmin } from '../auth.js';
 import { ApiError, ok } from '../envelope.js';
-import { page, queryId } from '../admin-common.js';
-import { bool, int, str, type Fields } from '../fs-common.js';
+import { flag, page, queryId } from '../admin-common.js';
+import { int, str, type Fields } from '../fs-common.js';
 
 const TEXT = ['password', 'hide', 'readme', 'header'] as const;
 const FLAGS = ['p_sub', 'write', 'w_sub', 'h_sub', 'r_sub', 'header_sub'] as const;
@@ -21,7 +21,7 @@ function metaInput(v: unknown): MetaInput & { id: number } {
   if (str(b, 'path').trim() === '') throw new ApiError(400, "Key: 'Meta.Path' Error:Field validation for 'Path' failed on the 'required' tag");
   const m: MetaInput & { id: number } = { id: int(b, 'id'), path: str(b, 'path') };
   for (const k of TEXT) if (b[k] !== undefined) m[k] = str(b, k);
-  for (const k of FLAGS) if (b[k] !== undefined) m[k] = bool(b[k]);
+  for (const k of FLAGS) if (b[k] !== undefined) m[k] = flag(b, k);
   return m;
 }
 

@@ -11,8 +11,8 @@ import type { RoutePlugin } from '../route-types.js';
 import { requireAdmin } from '../auth.js';
 import { ApiError, ok } from '../envelope.js';
 import { formatTime } from '../entry.js';
-import { page, queryId } from '../admin-common.js';
-import { bool, int, str, type Fields } from '../fs-common.js';
+import { flag, page, queryId } from '../admin-common.js';
+import { int, str, type Fields } from '../fs-common.js';
 
 /** Service errors → 500 with the service's message (AList's code for all of them). */
 async function as500<T>(fn: () => Promise<T>, data: unknown = null): Promise<T> {
@@ -29,6 +29,19 @@ const view = (r: StorageRecord) => ({ ...r, modified: formatTime(new Date(r.modi
 const STRINGS = ['remark', 'order_by', 'order_direction', 'extract_folder', 'webdav_policy', 'down_proxy_url'] as const;
 const BOOLS = ['disabled', 'disable_index', 'enable_sign', 'web_proxy', 'proxy_range'] as const;
 
+/**
+ * `addition` as JSON text. AList takes only text; an object is accepted for scripts' convenience,
+ * but one nested too deeply for JSON.stringify (a RangeError) is the client's fault: 400, not 500.
+ */
+function additionText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  try {
+    return JSON.stringify(v);
+  } catch {
+    throw new ApiError(400, 'invalid request: addition is nested too deeply');
+  }
+}
+
 /** The body as the service's typed input (only known fields; AList's JSON types, loosely coerced). */
 function storageInput(b: Fields): StorageInput & { id: number } {
   if (str(b, 'mount_path').trim() === '') {
@@ -37,9 +50,9 @@ function storageInput(b: Fields): StorageInput & { id: number } {
   const input: StorageInput & { id: number } = { id: int(b, 'id'), mount_path: str(b, 'mount_path'), driver: str(b, 'driver') };
   if (b.order !== undefined) input.order = int(b, 'order');
   if (b.cache_expiration !== undefined) input.cache_expiration = int(b, 'cache_expiration');
-  if (b.addition !== undefined) input.addition = typeof b.addition === 'string' ? b.addition : JSON.stringify(b.addition);
+  if (b.addition !== undefined) input.addition = additionText(b.addition);
   for (const k of STRINGS) if (b[k] !== undefined) input[k] = str(b, k);
-  for (const k of BOOLS) if (b[k] !== undefined) input[k] = bool(b[k]);
+  for (const k of BOOLS) if (b[k] !== undefined) input[k] = flag(b, k);
   return input;
 }
 
