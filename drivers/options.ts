@@ -97,18 +97,29 @@ function bad(msg: string): VfsError {
   return new VfsError('INVALID', msg);
 }
 
+/** A refused value as shown in the message: short, and never a failure of its own (deep nesting). */
+function shown(v: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(v) ?? String(v);
+  } catch {
+    text = typeof v === 'object' ? 'a nested value' : String(v);
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
 function coerce(spec: OptionSpec, raw: unknown): string | number | boolean {
   switch (spec.type) {
     case 'number': {
       const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
-      if (!Number.isFinite(n)) throw bad(`option ${spec.name} must be a number, got ${JSON.stringify(raw)}`);
+      if (!Number.isFinite(n)) throw bad(`option ${spec.name} must be a number, got ${shown(raw)}`);
       return n;
     }
     case 'bool':
       if (typeof raw === 'boolean') return raw;
       if (raw === 'true' || raw === 'false') return raw === 'true';
       if (raw === '') return false;
-      throw bad(`option ${spec.name} must be true or false, got ${JSON.stringify(raw)}`);
+      throw bad(`option ${spec.name} must be true or false, got ${shown(raw)}`);
     default:
       if (typeof raw === 'number' || typeof raw === 'boolean') return String(raw);
       if (typeof raw !== 'string') throw bad(`option ${spec.name} must be a string`);
@@ -143,7 +154,7 @@ export function parseOptions<O extends readonly OptionSpec[]>(def: DriverDefinit
     if (spec.required && !spec.formDefaultOnly && spec.type !== 'bool' && value === '') throw bad(`option ${spec.name} is required`);
     if (spec.type === 'select' && value !== '' && spec.options) {
       const allowed = spec.options.split(',');
-      if (!allowed.includes(String(value))) throw bad(`option ${spec.name} must be one of ${spec.options}, got ${JSON.stringify(value)}`);
+      if (!allowed.includes(String(value))) throw bad(`option ${spec.name} must be one of ${spec.options}, got ${shown(value)}`);
     }
     out[spec.name] = value;
   }

@@ -87,6 +87,9 @@ describe('parseOptions', () => {
     ['not json', 'addition is not valid JSON'],
     ['[1]', 'addition must be a JSON object'],
     ['{"show_hidden":"maybe"}', 'option show_hidden must be true or false'],
+    // A refused value is shown short; one too deep to write out is not a failure of its own.
+    [`{"show_hidden":"${'x'.repeat(10_000)}"}`, `got "${'x'.repeat(76)}...`],
+    [`{"show_hidden":${'['.repeat(5000)}${']'.repeat(5000)}}`, 'option show_hidden must be true or false, got'],
   ])('refuses %s', (input, message) => {
     try {
       parseOptions(local, input);
