@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, putFile, startRestServer } from './fs-helpers.js';
-import { addLocalStorage, makeFiles, settle, tasksOf, until } from './tasks-helpers.js';
+import { addLocalStorage, holdPutsOf, makeFiles, settle, tasksOf, until } from './tasks-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let ts: TestServer;
@@ -84,32 +84,20 @@ describe('upload tasks hold their storage', () => {
     const storages = await ts.api<{ content: Array<{ id: number; mount_path: string }> }>('/api/admin/storage/list', { token: admin });
     const mem = storages.data!.content.find((s) => s.mount_path === '/mem3')!;
     // Hold the only upload worker with a first upload whose put waits for a gate.
-    const vfs = ts.running.core.vfs;
-    let release!: () => void;
-    const gate = new Promise<void>((res) => (release = res));
-    let held = false;
-    const put = vfs.put.bind(vfs);
-    vfs.put = async (ctx, path, ...rest) => {
-      if (path === '/held.txt') {
-        held = true;
-        await gate;
-      }
-      return put(ctx, path, ...rest);
-    };
+    const hold = holdPutsOf(ts, '/held.txt');
     try {
       ok(await putFile(ts, admin, '/held.txt', 'first', { 'as-task': 'true' }));
-      await until('the first upload to hold the worker', async () => (held ? true : undefined), 10_000, 5);
+      await until('the first upload to hold the worker', async () => (hold.held() ? true : undefined), 10_000, 5);
       const r = (await putFile(ts, admin, '/mem3/x.txt', 'second', { 'as-task': 'true' })) as { code: number; message: string; data: { task: TaskInfo } };
       ok(r);
       ok(await ts.api(`/api/admin/storage/delete?id=${mem.id}`, { token: admin, body: {} }));
-      release();
+      hold.release();
       const all = await settle(ts, admin, 'upload');
       expect(all.find((t) => t.id === r.data.task.id)).toMatchObject({ state: 7, error: 'destination storage [/mem3] was deleted or changed' });
       expect(existsSync(join(ts.dataDir, 'storage', 'mem3'))).toBe(false);
       expect(existsSync(join(ts.dataDir, 'storage', 'held.txt'))).toBe(true);
     } finally {
-      release();
-      vfs.put = put;
+      hold.restore();
     }
   });
 });

@@ -55,3 +55,23 @@ export async function settle(ts: Api, token: string, kind: string, timeoutMs = 6
   await until(`${kind} tasks to finish`, async () => ((await tasksOf(ts, token, kind, 'undone')).length === 0 ? true : undefined), timeoutMs, 150);
   return tasksOf(ts, token, kind, 'done');
 }
+
+/**
+ * Hold every VFS put of `path` until release(): an As-Task upload of it then keeps its worker busy
+ * (with upload_task_threads_num 1, later uploads wait in the queue). restore() puts vfs.put back.
+ */
+export function holdPutsOf(ts: TestServer, path: string): { held(): boolean; release(): void; restore(): void } {
+  const vfs = ts.running.core.vfs;
+  let release!: () => void;
+  const gate = new Promise<void>((res) => (release = res));
+  let held = false;
+  const put = vfs.put.bind(vfs);
+  vfs.put = async (ctx, p, ...rest) => {
+    if (p === path) {
+      held = true;
+      await gate;
+    }
+    return put(ctx, p, ...rest);
+  };
+  return { held: () => held, release, restore: () => void ((vfs.put = put), release()) };
+}

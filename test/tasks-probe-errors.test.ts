@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, putFile, startRestServer } from './fs-helpers.js';
-import { settle, until } from './tasks-helpers.js';
+import { holdPutsOf, settle, until } from './tasks-helpers.js';
 import { startFileServer, type FileServer } from './offline-helpers.js';
 import { VfsError } from '../src/errors.js';
 import type { TaskInfo } from '../src/tasks/types.js';
@@ -40,31 +40,19 @@ it('the *_some routes list every unknown id, __proto__ and constructor included'
 it('retrying an upload task cancelled while queued fails at once, saying the data is gone', async () => {
   await setting('upload_task_threads_num', '1');
   // Hold the only upload worker so that the second upload waits in the queue.
-  const vfs = ts.running.core.vfs;
-  let release!: () => void;
-  const gate = new Promise<void>((res) => (release = res));
-  let held = false;
-  const put = vfs.put.bind(vfs);
-  vfs.put = async (ctx, path, ...rest) => {
-    if (path === '/held.txt') {
-      held = true;
-      await gate;
-    }
-    return put(ctx, path, ...rest);
-  };
+  const hold = holdPutsOf(ts, '/held.txt');
   try {
     ok(await putFile(ts, admin, '/held.txt', 'first', { 'as-task': 'true' }));
-    await until('the first upload to hold the worker', async () => (held ? true : undefined), 10_000, 5);
+    await until('the first upload to hold the worker', async () => (hold.held() ? true : undefined), 10_000, 5);
     const r = (await putFile(ts, admin, '/queued.txt', 'second', { 'as-task': 'true' })) as { data: { task: TaskInfo } };
     const id = r.data.task.id;
     ok(await ts.api(`/api/task/upload/cancel?tid=${id}`, { token: admin, body: {} }));
-    release();
+    hold.release();
     expect((await settle(ts, admin, 'upload')).find((t) => t.id === id)).toMatchObject({ state: 4, error: 'canceled' });
     ok(await ts.api(`/api/task/upload/retry?tid=${id}`, { token: admin, body: {} }));
     expect((await settle(ts, admin, 'upload')).find((t) => t.id === id)).toMatchObject({ state: 7, error: 'the uploaded data is gone: upload the file again' });
   } finally {
-    release();
-    vfs.put = put;
+    hold.restore();
   }
 });
 
