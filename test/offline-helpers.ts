@@ -1,7 +1,12 @@
-/** A loopback file server, free ports and a tiny .torrent writer for the offline download tests. */
+/** A loopback file server, free ports, a tiny .torrent writer and qbittorrent-nox for the offline download tests. */
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createServer as netServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { until } from './tasks-helpers.js';
 
 export interface FileServer {
   url: string;
@@ -74,4 +79,36 @@ export function webSeedTorrent(name: string, data: Buffer, webSeed: string): Buf
   const pieces: Buffer[] = [];
   for (let i = 0; i < data.length; i += pieceLength) pieces.push(createHash('sha1').update(data.subarray(i, i + pieceLength)).digest());
   return bencode({ info: { length: data.length, name, 'piece length': pieceLength, pieces: Buffer.concat(pieces) }, 'url-list': webSeed });
+}
+
+export interface Qbittorrent {
+  port: number;
+  /** The torrents qBittorrent lists under a task's tag. */
+  tagged(taskId: string): Promise<Array<{ save_path: string }>>;
+  stop(): Promise<void>;
+}
+
+/** A real qbittorrent-nox on loopback with a fresh profile (WebUI login admin/adminadmin). */
+export async function startQbittorrent(): Promise<Qbittorrent> {
+  const profile = await mkdtemp(join(tmpdir(), 'treegate-qbt-'));
+  // qBittorrent 4.5 has no --confirm-legal-notice: accept it in the profile's config instead.
+  await mkdir(join(profile, 'qBittorrent', 'config'), { recursive: true });
+  await writeFile(join(profile, 'qBittorrent', 'config', 'qBittorrent.conf'), '[LegalNotice]\nAccepted=true\n');
+  const port = await freePort();
+  const qbit = spawn('qbittorrent-nox', [`--profile=${profile}`, `--webui-port=${port}`], { stdio: 'ignore' });
+  qbit.once('error', (e) => { throw new Error(`qbittorrent-nox missing (apt-get install -y qbittorrent-nox): ${e.message}`); });
+  await until('qBittorrent WebUI', async () => (await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => undefined)), 20_000);
+  const base = `http://127.0.0.1:${port}/api/v2`;
+  return {
+    port,
+    tagged: async (taskId) => {
+      const login = await fetch(`${base}/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
+      const sid = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+      return (await (await fetch(`${base}/torrents/info?tag=treegate-${taskId}`, { headers: { cookie: sid } })).json()) as Array<{ save_path: string }>;
+    },
+    stop: async () => {
+      qbit.kill('SIGKILL');
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
 }

@@ -3,23 +3,20 @@
  * tracker or peer is needed: the torrent, served by a local HTTP server, names that same server as
  * its HTTP web seed (BEP 19), so libtorrent downloads the payload from it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, startRestServer } from './fs-helpers.js';
 import { settle, until } from './tasks-helpers.js';
-import { freePort, startFileServer, webSeedTorrent, type FileServer } from './offline-helpers.js';
+import { startFileServer, startQbittorrent, webSeedTorrent, type FileServer, type Qbittorrent } from './offline-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let ts: TestServer;
 let admin: string;
 let web: FileServer;
-let qbit: ChildProcess | undefined;
-let profile = '';
+let qbit: Qbittorrent | undefined;
 let port = 0;
 const payload = randomBytes(200 * 1024 + 123);
 const slowPayload = randomBytes(50 * 1024);
@@ -27,25 +24,15 @@ const add = (urls: string[], path: string) =>
   ts.api<{ tasks: TaskInfo[] }>('/api/fs/add_offline_download', { token: admin, body: { urls, path, tool: 'qBittorrent', delete_policy: 'delete_always' } });
 const setting = (key: string, value: string) => ts.api('/api/admin/setting/save', { token: admin, body: [{ key, value }] });
 /** qBittorrent's torrents carrying a task's tag. */
-async function listed(id: string): Promise<Array<{ save_path: string }>> {
-  const login = await fetch(`http://127.0.0.1:${port}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
-  const sid = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
-  return (await (await fetch(`http://127.0.0.1:${port}/api/v2/torrents/info?tag=treegate-${id}`, { headers: { cookie: sid } })).json()) as Array<{ save_path: string }>;
-}
+const listed = (id: string) => qbit!.tagged(id);
 
 beforeAll(async () => {
   web = await startFileServer({});
   // The torrent points at the web seed `<server>/ws/` + its name.
   const torrent = webSeedTorrent('payload.bin', payload, `${web.url}/ws/`);
   const slowTorrent = webSeedTorrent('slow.bin', slowPayload, `${web.url}/ws/`);
-  profile = await mkdtemp(join(tmpdir(), 'treegate-qbt-'));
-  // qBittorrent 4.5 has no --confirm-legal-notice: accept it in the profile's config instead.
-  await mkdir(join(profile, 'qBittorrent', 'config'), { recursive: true });
-  await writeFile(join(profile, 'qBittorrent', 'config', 'qBittorrent.conf'), '[LegalNotice]\nAccepted=true\n');
-  port = await freePort();
-  qbit = spawn('qbittorrent-nox', [`--profile=${profile}`, `--webui-port=${port}`], { stdio: 'ignore' });
-  qbit.once('error', (e) => { throw new Error(`qbittorrent-nox missing (apt-get install -y qbittorrent-nox): ${e.message}`); });
-  await until('qBittorrent WebUI', async () => (await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => undefined)), 20_000);
+  qbit = await startQbittorrent();
+  port = qbit.port;
   ts = await startRestServer();
   admin = await ts.login();
   web.server.removeAllListeners('request');
@@ -66,10 +53,9 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  qbit?.kill('SIGKILL');
+  await qbit?.stop();
   await web?.close();
   await ts?.close();
-  if (profile) await rm(profile, { recursive: true, force: true });
 });
 
 it('set_qbit answers ok and makes qBittorrent a ready tool', async () => {

@@ -4,21 +4,19 @@
  * The abandoned download used to delete its torrent *with its files*, so the resumed transfer
  * found nothing to put. Real qbittorrent-nox on loopback, web seed as in offline-qbittorrent.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
 import { ok } from './fs-helpers.js';
 import { settle, tasksOf, until } from './tasks-helpers.js';
-import { freePort, startFileServer, webSeedTorrent, type FileServer } from './offline-helpers.js';
+import { startFileServer, startQbittorrent, webSeedTorrent, type FileServer, type Qbittorrent } from './offline-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let web: FileServer;
-let qbit: ChildProcess | undefined;
-let profile = '';
+let qbit: Qbittorrent | undefined;
 let port = 0;
 let dataDir = '';
 let ts: TestServer | undefined;
@@ -26,11 +24,7 @@ const payload = randomBytes(64 * 1024 + 5);
 const env = { TREEGATE_SFTP_ENABLE: 'false' };
 
 /** How many torrents qBittorrent lists under a task's tag. */
-async function listed(id: string): Promise<number> {
-  const login = await fetch(`http://127.0.0.1:${port}/api/v2/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
-  const sid = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
-  return ((await (await fetch(`http://127.0.0.1:${port}/api/v2/torrents/info?tag=treegate-${id}`, { headers: { cookie: sid } })).json()) as unknown[]).length;
-}
+const listed = async (id: string) => (await qbit!.tagged(id)).length;
 
 beforeAll(async () => {
   web = await startFileServer({});
@@ -46,21 +40,16 @@ beforeAll(async () => {
     res.writeHead(m ? 206 : 200, { 'content-length': end - start + 1, ...(m ? { 'content-range': `bytes ${start}-${end}/${payload.length}` } : {}) });
     res.end(payload.subarray(start, end + 1));
   });
-  profile = await mkdtemp(join(tmpdir(), 'treegate-qbt-'));
-  await mkdir(join(profile, 'qBittorrent', 'config'), { recursive: true });
-  await writeFile(join(profile, 'qBittorrent', 'config', 'qBittorrent.conf'), '[LegalNotice]\nAccepted=true\n');
-  port = await freePort();
-  qbit = spawn('qbittorrent-nox', [`--profile=${profile}`, `--webui-port=${port}`], { stdio: 'ignore' });
-  qbit.once('error', (e) => { throw new Error(`qbittorrent-nox missing (apt-get install -y qbittorrent-nox): ${e.message}`); });
-  await until('qBittorrent WebUI', async () => (await fetch(`http://127.0.0.1:${port}/`).then(() => true, () => undefined)), 20_000);
+  qbit = await startQbittorrent();
+  port = qbit.port;
   dataDir = await mkdtemp(join(tmpdir(), 'treegate-qbrestart-'));
 }, 60_000);
 
 afterAll(async () => {
   await ts?.close();
-  qbit?.kill('SIGKILL');
+  await qbit?.stop();
   await web?.close();
-  for (const d of [profile, dataDir]) if (d) await rm(d, { recursive: true, force: true });
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
 
 it('the transfer of a download seeding at a restart resumes and puts its file', async () => {
