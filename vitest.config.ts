@@ -6,6 +6,8 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'protocols/**/*.test.ts', 'drivers/**/*.test.ts', 'test/**/*.test.ts'],
     pool: 'forks',
+    // Memory bounds are checked on live buffers, after a forced collection (test/sftp-probe-edges.test.ts).
+    poolOptions: { forks: { execArgv: ['--expose-gc'] } },
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default'],

@@ -296,3 +296,47 @@ describe('a client that does not read its replies', () => {
     });
   }, 60_000);
 });
+
+describe('a client that pipelines WRITEs faster than the storage takes them', () => {
+  it('cannot make the server hold its upload (the channel window closes past a bound, spilled packets are not kept); the file lands whole', async () => {
+    // The client runs in a process of its own, so what this process holds is the server's alone.
+    const CHUNK = 255 * 1024;
+    const COUNT = 1024; // 255 MiB, sent all at once in reverse order (out of order: the reorder budget is passed)
+    const client = `
+      const { Client } = require('ssh2');
+      const c = new Client();
+      c.on('ready', () => c.sftp((e, sftp) => {
+        if (e) throw e;
+        sftp.open('/pipe.bin', 'w', async (e, h) => {
+          if (e) throw e;
+          const writes = [];
+          for (let i = ${COUNT} - 1; i >= 0; i--) {
+            const b = Buffer.alloc(${CHUNK});
+            b.writeUInt32BE(i, 0);
+            writes.push(new Promise((res, rej) => sftp.write(h, b, 0, b.length, i * ${CHUNK}, (e) => (e ? rej(e) : res()))));
+          }
+          await Promise.all(writes);
+          sftp.close(h, (e) => { if (e) throw e; console.log('done'); c.end(); });
+        });
+      }));
+      c.connect({ host: '127.0.0.1', port: ${s.sftpPort}, username: 'admin', password: ${JSON.stringify(ADMIN_PASSWORD)} });`;
+    // Live buffers only: what the server is done with may wait for the collector (vitest.config.ts exposes gc).
+    const gc = globalThis.gc;
+    if (!gc) throw new Error('run with --expose-gc (vitest.config.ts poolOptions)');
+    const held = () => (gc(), process.memoryUsage().arrayBuffers);
+    const before = held();
+    let most = 0;
+    const sampler = setInterval(() => (most = Math.max(most, held() - before)), 100);
+    try {
+      const r = await run(process.execPath, ['-e', client], 180_000);
+      expect(r.stdout.trim(), r.stderr).toBe('done');
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(most).toBeLessThan(100 << 20); // ~40 MB measured; without the gate ~180 MB, with every packet kept ~280 MB
+    const f = await readFile(storage('pipe.bin'));
+    expect(f.length).toBe(COUNT * CHUNK);
+    for (const i of [0, 1, 511, COUNT - 1]) expect(f.readUInt32BE(i * CHUNK)).toBe(i);
+    await rm(storage('pipe.bin'));
+  }, 240_000);
+});

@@ -18,6 +18,7 @@ import { ADVERTISED, handleExtended } from './extended.js';
 import { advertiseExtensions, MAX_RW, sendExitStatus, trySendData } from './openssh-ext.js';
 import { ReadHandle } from './read-handle.js';
 import { ReplyGate } from './reply-gate.js';
+import { WriteGate } from './write-gate.js';
 import { WritePool } from './write-pool.js';
 import { WriteHandle, type ReorderBudget } from './write-handle.js';
 
@@ -82,12 +83,14 @@ export class SftpSession {
 
   /** Memory for WRITE packets, handed back by the driver once written (write-pool.ts). */
   private readonly writePool = new WritePool();
-  /** READs wait while the client leaves its replies unread (reply-gate.ts). */
+  /** READs wait while the client leaves its replies unread (reply-gate.ts), WRITEs while too many are unanswered (write-gate.ts). */
   private readonly replies: ReplyGate;
+  private readonly writes: WriteGate;
 
   constructor(private readonly sftp: SFTPWrapper, private readonly d: SessionDeps) {
     // Before advertiseExtensions, which wraps push for the INIT exchange and then restores this.
     this.writePool.attach(sftp);
+    this.writes = new WriteGate(sftp);
     this.replies = new ReplyGate(sftp);
     advertiseExtensions(sftp, ADVERTISED);
     this.listen();
@@ -108,7 +111,8 @@ export class SftpSession {
   }
 
   /** Run one request: any throw becomes the mapped STATUS. */
-  private run(reqId: number, fn: () => Promise<void>): void {
+  /** Answer a request with fn's outcome; `answered` runs once the answer is out (write-gate.ts). */
+  private run(reqId: number, fn: () => Promise<void>, answered?: () => void): void {
     this.d.touch();
     this.inflight++;
     fn()
@@ -118,6 +122,7 @@ export class SftpSession {
         this.out().status(reqId, s.code, s.message);
       })
       .finally(() => {
+        answered?.();
         if (--this.inflight === 0) this.idle?.();
       });
   }
@@ -210,7 +215,7 @@ export class SftpSession {
         if (w.kind !== 'write') throw new VfsError('INVALID', 'handle not open for writing');
         await w.write(offset, this.d.stable ? this.d.stable(data) : data);
         this.ok(id);
-      }),
+      }, this.writes.taken(data.length)),
     );
     s.on('CLOSE', (id: number, h: Buffer) => this.run(id, () => this.close(id, h)));
     s.on('FSTAT', (id: number, h: Buffer) =>
@@ -228,11 +233,7 @@ export class SftpSession {
       }),
     );
     s.on('SETSTAT', (id: number, p: string, attrs: InputAttributes) =>
-      this.run(id, async () => {
-        await this.folderIf(namesFolder(p), clientPath(p));
-        await this.setstat(clientPath(p), attrs);
-        this.ok(id);
-      }),
+      this.run(id, async () => (await this.folderIf(namesFolder(p), clientPath(p)), await this.setstat(clientPath(p), attrs), this.ok(id))),
     );
     const stat = (id: number, p: string) =>
       this.run(id, async () => {

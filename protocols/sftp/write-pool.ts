@@ -28,8 +28,12 @@ const MAX_HEADER = 512;
 
 export class WritePool {
   private readonly free: ArrayBuffer[] = [];
-  /** Lengths handed out, by buffer: a release must end exactly there. */
-  private readonly out = new Map<ArrayBuffer, number>();
+  /**
+   * Lengths handed out, by buffer: a release must end exactly there. Weak: a buffer whose chunk is
+   * never released (an upload spilled to disk, cut short, or refused) is the GC's, as the header
+   * says; a Map held every such buffer until the channel closed (a whole spilled upload).
+   */
+  private out = new WeakMap<ArrayBuffer, number>();
 
   /** Route the channel's big allocations during ssh2's parse through the pool. */
   attach(sftp: SFTPWrapper): boolean {
@@ -61,6 +65,6 @@ export class WritePool {
   /** The channel is gone: buffers still out are left to the GC. */
   clear(): void {
     this.free.length = 0;
-    this.out.clear();
+    this.out = new WeakMap();
   }
 }
