@@ -155,6 +155,20 @@ describe('dead properties', () => {
     await reloaded.apply('/last', [set('a', each)]);
     expect(STATUS_BY_CODE.NO_SPACE).toBe(507);
   });
+
+  it('count each resource\'s path too: many long paths with one tiny property each reach the bound', async () => {
+    const p = new DeadProps(memKv());
+    const dir = '/' + 'd'.repeat(600);
+    const tiny = [{ op: 'set' as const, prop: { ns: 'Z:', local: 'a', xml: '' } }];
+    let stored = 0;
+    for (;;) {
+      const r = await p.apply(`${dir}/f${stored}`, tiny).then(() => true, (e: unknown) => (expect(e).toMatchObject({ code: 'NO_SPACE' }), false));
+      if (!r) break;
+      stored++;
+    }
+    expect(stored).toBeGreaterThan(1000);
+    expect(stored).toBeLessThan(MAX_TOTAL_CHARS / 600); // each counted by its path: ~12,000, not 1.4 million
+  });
 });
 
 describe('XML', () => {

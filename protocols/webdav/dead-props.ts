@@ -25,10 +25,15 @@ export type PropOp = { op: 'set'; prop: DeadProp } | { op: 'remove'; ns: string;
 
 /** Characters of dead properties (names and values) one resource may carry. */
 export const MAX_RESOURCE_CHARS = 64 * 1024;
-/** Characters of dead properties all resources together may carry. */
+/** Characters of dead properties all resources together may carry (paths and JSON counted: weightOf). */
 export const MAX_TOTAL_CHARS = 8 * 1024 * 1024;
 
 const charsOf = (props: readonly DeadProp[]) => props.reduce((n, p) => n + p.ns.length + p.local.length + p.xml.length, 0);
+/**
+ * What a resource's list weighs in the store: its properties, plus its path (the key) and the JSON
+ * around each entry, so many resources with long paths and tiny properties count too.
+ */
+const weightOf = (vpath: string, props: readonly DeadProp[]) => (props.length ? vpath.length + 32 + charsOf(props) + 32 * props.length : 0);
 
 /** One string per property name: a local name holds no space, so the first space ends it. */
 export const keyOf = (ns: string, local: string) => `${local} ${ns}`;
@@ -36,7 +41,7 @@ export const keyOf = (ns: string, local: string) => `${local} ${ns}`;
 export class DeadProps {
   private readonly map = new Map<string, DeadProp[]>();
   private loading?: Promise<void>;
-  /** charsOf every resource's list, kept up to date by write(). */
+  /** weightOf every resource's list, kept up to date by write(). */
   private total = 0;
 
   constructor(private readonly kv: KvRepo) {}
@@ -45,7 +50,7 @@ export class DeadProps {
     return (this.loading ??= (async () => {
       for (const [vpath, props] of await this.kv.entries<DeadProp[]>(PROPS_NS)) {
         this.map.set(vpath, props);
-        this.total += charsOf(props);
+        this.total += weightOf(vpath, props);
       }
     })());
   }
@@ -71,7 +76,7 @@ export class DeadProps {
     }
     const next = [...byName.values()];
     const chars = charsOf(next);
-    if (chars > MAX_RESOURCE_CHARS || this.total - charsOf(this.get(vpath)) + chars > MAX_TOTAL_CHARS) {
+    if (chars > MAX_RESOURCE_CHARS || this.total - weightOf(vpath, this.get(vpath)) + weightOf(vpath, next) > MAX_TOTAL_CHARS) {
       throw new VfsError('NO_SPACE', 'no room for more dead properties', { path: vpath });
     }
     await this.write(vpath, next);
@@ -102,7 +107,7 @@ export class DeadProps {
   }
 
   private async write(vpath: string, props: DeadProp[]): Promise<void> {
-    this.total += charsOf(props) - charsOf(this.get(vpath));
+    this.total += weightOf(vpath, props) - weightOf(vpath, this.get(vpath));
     if (props.length === 0) {
       if (this.map.delete(vpath)) await this.kv.delete(PROPS_NS, vpath);
       return;
