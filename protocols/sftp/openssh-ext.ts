@@ -10,6 +10,8 @@
  *  4. Send DATA replies framed straight from the read buffer: ssh2's data() first copies the
  *     whole reply (up to 255 KiB) into one new buffer, and the allocation churn (GC was ~1/3 of the
  *     server's CPU on downloads) costs more than the copy.
+ *  5. Hold the channel's window closed and open it again (write-gate.ts): ssh2 opens it after every
+ *     packet, so a client could pipeline WRITEs without bound.
  *
  * Both write raw packets on the channel the way ssh2's own (private) sendOrBuffer does. The private
  * fields used are listed in `Internals`; `supported()` checks them at runtime, so an ssh2 upgrade that
@@ -27,7 +29,10 @@ interface Internals {
   /** Set (to ssh2's drainBuffer) while the channel waits for window; _buffer is sent when it opens. */
   _chunkcb?: unknown;
   outgoing: { id: number; state: string; window: number; packetSize: number };
-  _protocol: { channelData(id: number, data: Buffer): void; exitStatus(id: number, code: number): void };
+  incoming: { window: number };
+  /** Set by ssh2 (server.js CHANNEL_DATA) when push() returned false: it then skips its window adjust. */
+  _waitChanDrain?: boolean;
+  _protocol: { channelData(id: number, data: Buffer): void; exitStatus(id: number, code: number): void; channelWindowAdjust(id: number, amount: number): void };
   push(data: Buffer | null): void;
 }
 
@@ -163,6 +168,25 @@ export function queuedBytes(sftp: SFTPWrapper): number {
   let n = 0;
   for (const b of internals(sftp)._buffer) n += b.length;
   return n;
+}
+
+/** ssh2's channel window (Channel.js MAX_WINDOW), which its own adjusts restore. */
+const FULL_WINDOW = 2 << 20;
+
+/** Whether the window can be held closed (push() returning false) and opened with openWindow(). */
+export function canHoldWindow(sftp: SFTPWrapper): boolean {
+  const s = internals(sftp) as Partial<Internals>;
+  return supported(sftp) && typeof s.incoming?.window === 'number' && typeof s._protocol?.channelWindowAdjust === 'function';
+}
+
+/** Open a window left closed by push() returning false, as ssh2's windowAdjust does for a Channel. */
+export function openWindow(sftp: SFTPWrapper): void {
+  const s = internals(sftp);
+  s._waitChanDrain = false;
+  const amount = FULL_WINDOW - s.incoming.window;
+  if (amount <= 0 || s.outgoing.state === 'closed') return;
+  s.incoming.window += amount;
+  s._protocol.channelWindowAdjust(s.outgoing.id, amount);
 }
 
 /** Answer an EXTENDED request with an EXTENDED_REPLY carrying `body`. */

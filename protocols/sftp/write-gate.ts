@@ -5,36 +5,21 @@
  * upload. While the WRITE bytes received and not yet answered exceed LIMIT, the channel's window is
  * left to close (ssh2 skips its window adjust when push() returns false), so the client must wait;
  * it opens again once they fall to half. OpenSSH and rclone keep far less in flight: they never wait.
+ * (The ssh2 internals are in openssh-ext.ts.)
  */
 import type { SFTPWrapper } from 'ssh2';
+import { canHoldWindow, openWindow } from './openssh-ext.js';
 
 const LIMIT = 32 << 20;
-/** ssh2's channel window (Channel.js MAX_WINDOW), which its own adjusts restore. */
-const FULL_WINDOW = 2 << 20;
-
-/** ssh2 internals (SFTP.js, server.js CHANNEL_DATA): the same fields its own windowAdjust uses. */
-interface Window {
-  push(data: Buffer | null): unknown;
-  _waitChanDrain?: boolean;
-  incoming: { window: number };
-  outgoing: { id: number; state: string };
-  _protocol: { channelWindowAdjust(id: number, amount: number): void };
-}
-
-function supported(s: Partial<Window>): s is Window {
-  return typeof s.push === 'function' && typeof s.incoming?.window === 'number' && typeof s._protocol?.channelWindowAdjust === 'function';
-}
 
 export class WriteGate {
   private pending = 0;
   private closed = false;
-  private readonly ch?: Window;
 
   /** Wraps `sftp.push`: call before anything else reads the channel. Without ssh2's internals, no gate. */
-  constructor(sftp: SFTPWrapper) {
-    const s = sftp as unknown as Partial<Window>;
-    if (!supported(s)) return;
-    this.ch = s;
+  constructor(private readonly sftp: SFTPWrapper) {
+    if (!canHoldWindow(sftp)) return;
+    const s = sftp as unknown as { push(data: Buffer | null): unknown };
     const push = s.push;
     s.push = (data: Buffer | null) => {
       const r = push.call(s, data);
@@ -51,17 +36,10 @@ export class WriteGate {
       if (given) return;
       given = true;
       this.pending -= n;
-      if (this.closed && this.pending <= LIMIT / 2) this.reopen();
+      if (this.closed && this.pending <= LIMIT / 2) {
+        this.closed = false;
+        openWindow(this.sftp);
+      }
     };
-  }
-
-  private reopen(): void {
-    const ch = this.ch!;
-    this.closed = false;
-    ch._waitChanDrain = false;
-    const amount = FULL_WINDOW - ch.incoming.window;
-    if (amount <= 0 || ch.outgoing.state === 'closed') return;
-    ch.incoming.window += amount;
-    ch._protocol.channelWindowAdjust(ch.outgoing.id, amount);
   }
 }
