@@ -1,9 +1,11 @@
 /**
  * An open SFTP connection follows its user's record: disabled, deleted, SFTP bit removed or password
  * changed (over REST or by another process, as `treegate admin set` does) ends the connection;
- * other permission or base_path changes apply to its next request while it stays open.
+ * other permission or base_path changes apply to its next request while it stays open. A
+ * connection that logged in with a registered key ends when that key is deleted.
  */
-import { mkdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +14,7 @@ import { JsonStore } from '../src/store/json-store.js';
 import { createUser } from './auth-helpers.js';
 import { PERM } from './fs-helpers.js';
 import { startTestServer, type TestServer } from './harness.js';
-import { statusCode } from './clients/sftp.js';
+import { makeKey, statusCode, type KeyPair } from './clients/sftp.js';
 
 const STATUS = ssh2.utils.sftp.STATUS_CODE;
 const RW = PERM.SFTP_READ | PERM.SFTP_MANAGE | PERM.WRITE;
@@ -20,19 +22,20 @@ const PASSWORD = 'revoke-pass-123';
 
 let s: TestServer;
 let admin: string;
+let keyDir: string;
 const storage = () => join(s.dataDir, 'storage');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const exists = (p: string) => stat(join(storage(), p)).then(() => true, () => false);
 
-/** One ssh2 connection (password login) kept open across the test's steps. */
-async function connect(username: string, password = PASSWORD) {
+/** One ssh2 connection (password login, or the private key given) kept open across the test's steps. */
+async function connect(username: string, password = PASSWORD, privateKey?: Buffer) {
   const client = new ssh2.Client();
   client.on('error', () => undefined); // a server-side disconnect is what some tests expect
   const closed = new Promise<void>((resolve) => client.once('close', () => resolve()));
   await new Promise<void>((resolve, reject) => {
     client.once('ready', () => resolve());
     client.once('error', reject);
-    client.connect({ host: '127.0.0.1', port: s.sftpPort, username, password, readyTimeout: 20_000 });
+    client.connect({ host: '127.0.0.1', port: s.sftpPort, username, ...(privateKey ? { privateKey } : { password }), readyTimeout: 20_000 });
   });
   const sftp = await new Promise<ssh2.SFTPWrapper>((resolve, reject) => client.sftp((e, w) => (e ? reject(e) : resolve(w))));
   let isClosed = false;
@@ -65,10 +68,12 @@ beforeAll(async () => {
   admin = await s.login();
   await mkdir(join(storage(), 'inner'), { recursive: true });
   await writeFile(join(storage(), 'inner', 'only-inside.txt'), 'x');
+  keyDir = await mkdtemp(join(tmpdir(), 'treegate-revoke-keys-'));
 });
 
 afterAll(async () => {
   await s?.close();
+  if (keyDir) await rm(keyDir, { recursive: true, force: true });
 });
 
 describe('an open SFTP connection after its user changes', () => {
@@ -137,6 +142,47 @@ describe('an open SFTP connection after its user changes', () => {
     } finally {
       await other.close();
     }
+    expect(await c.closedWithin(5_000)).toBe(true);
+  });
+});
+
+describe('an open SFTP connection made with a registered key', () => {
+  type KeyList = { content: Array<{ id: number; title: string }> };
+  let keys = 0;
+  /** Registers a new key for the user of `token`; its pair and id. */
+  async function register(token: string, title: string): Promise<KeyPair & { id: number }> {
+    const key = await makeKey(keyDir, `key-${++keys}`);
+    expect(await s.api('/api/me/sshkey/add', { token, body: { title, key: key.pub } })).toMatchObject({ code: 200 });
+    const list = await s.api<KeyList>('/api/me/sshkey/list', { token });
+    return { ...key, id: list.data!.content.find((k) => k.title === title)!.id };
+  }
+
+  it('is closed when the user deletes that key; other keys and password logins stay open', async () => {
+    await user('kim');
+    const token = await s.login('kim', PASSWORD);
+    const [used, other] = [await register(token, 'used'), await register(token, 'other')];
+    const byKey = await connect('kim', undefined, await readFile(used.path));
+    const byOtherKey = await connect('kim', undefined, await readFile(other.path));
+    const byPassword = await connect('kim');
+    expect(await byKey.mkdir('/kim-1')).toBeUndefined();
+    expect(await s.api(`/api/me/sshkey/delete?id=${used.id}`, { token, method: 'POST' })).toMatchObject({ code: 200 });
+    expect(await byKey.closedWithin(5_000)).toBe(true);
+    expect(await byKey.mkdirAfterClose('/kim-2')).not.toBeUndefined();
+    expect(await exists('kim-2')).toBe(false);
+    expect(await byOtherKey.closedWithin(500)).toBe(false);
+    expect(await byOtherKey.mkdir('/kim-3')).toBeUndefined();
+    expect(await byPassword.mkdir('/kim-4')).toBeUndefined();
+    byOtherKey.end();
+    byPassword.end();
+  });
+
+  it('is closed when an admin deletes that key', async () => {
+    const id = await user('ken');
+    const token = await s.login('ken', PASSWORD);
+    const used = await register(token, 'used');
+    const c = await connect('ken', undefined, await readFile(used.path));
+    expect(await c.list('/')).toContain('inner');
+    expect(await s.api(`/api/admin/user/sshkey/delete?id=${used.id}&uid=${id}`, { token: admin, method: 'POST' })).toMatchObject({ code: 200 });
     expect(await c.closedWithin(5_000)).toBe(true);
   });
 });

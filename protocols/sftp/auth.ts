@@ -32,6 +32,8 @@ export class SftpAuth {
   principal?: Principal;
   /** The user record the login was accepted for (recheckLogin compares later versions to it). */
   user?: UserRecord;
+  /** The registered key a publickey login used: deleting it ends the connection (recheckLogin). */
+  keyId?: number;
 
   constructor(private readonly d: AuthDeps, private readonly ip: string) {}
 
@@ -84,6 +86,7 @@ export class SftpAuth {
     }
     await touchKey(this.d.store, found.key.id);
     this.d.accounts.throttle.succeed(this.ip, found.user.username, can.isAdmin(principal));
+    this.keyId = found.key.id;
     this.accept(ctx, found.user, principal, 'publickey');
   }
 
@@ -121,9 +124,12 @@ export class SftpAuth {
  * REST tokens, as AList does) and WebDAV then re-verifies the password, which still succeeds unless
  * it changed; a session cannot resend its password, but an unchanged salt + hash is the same answer.
  * Any other change (permission bits, base_path) only gives the connection the new principal.
+ * A publickey login also ends when its key is gone (`keyKept` false): whoever deletes a key they
+ * think leaked expects the sessions it opened to end with it.
  */
-export function recheckLogin(login: UserRecord, now: UserRecord | undefined): { principal: Principal } | { reason: string } {
+export function recheckLogin(login: UserRecord, now: UserRecord | undefined, keyKept = true): { principal: Principal } | { reason: string } {
   if (!now) return { reason: 'user deleted' };
+  if (!keyKept) return { reason: 'key deleted' };
   if (now.username !== login.username) return { reason: 'user renamed' };
   if (now.salt !== login.salt || now.pwd_hash !== login.pwd_hash) return { reason: 'password changed' };
   const principal = principalOf(now);

@@ -7,9 +7,10 @@
  *
  * A login does not outlive its user's rights: after every users change (Accounts.onUsersChange: the
  * admin API, /api/me, `treegate admin set` seen as an external store change) each live connection
- * re-reads its user once (one store read per connection per change, none per request) and either
- * goes on with the new principal or, when recheckLogin says the login no longer stands (deleted,
- * disabled, SFTP bit gone, password changed), has its channels torn down and is disconnected.
+ * re-reads its user (and the key it logged in with) once (one store read per connection per change,
+ * none per request) and either goes on with the new principal or, when recheckLogin says the login
+ * no longer stands (deleted, disabled, SFTP bit gone, password changed, key deleted), has its
+ * channels torn down and is disconnected.
  */
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -155,10 +156,11 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       const login = {
         recheck: () => {
           const n = ++rereads;
-          core.accounts.byId(loginUser.id).then(
-            (now) => {
+          const keyId = auth.keyId;
+          Promise.all([core.accounts.byId(loginUser.id), keyId === undefined || core.store.sshKeys.get(keyId).then(Boolean)]).then(
+            ([now, keyKept]) => {
               if (n !== rereads || revoked) return;
-              const v = recheckLogin(loginUser, now);
+              const v = recheckLogin(loginUser, now, keyKept);
               if ('reason' in v) revoke(v.reason);
               else principal = v.principal;
             },

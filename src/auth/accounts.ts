@@ -234,7 +234,7 @@ export class Accounts {
 
   /**
    * Drop cached credentials and tell onUsersChange listeners (after any user change: disable,
-   * delete, permission change).
+   * delete, permission change; and after an SSH key is deleted, which ends the logins it made).
    */
   forgetCredentials(): void {
     this.usersChanged();

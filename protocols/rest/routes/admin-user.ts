@@ -143,6 +143,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const uidText = queryString(req, 'uid');
     const uid = uidText === '' ? undefined : queryId(req, 'uid', 'user id format invalid');
     await deleteKey(store, id, uid).catch(notFound404);
+    accounts.forgetCredentials(); // SFTP sessions opened with this key end (sftp/server.ts)
     return ok();
   });
 };

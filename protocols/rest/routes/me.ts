@@ -76,6 +76,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const user = owner(req);
     const id = queryId(req, 'id', 'id format invalid');
     await deleteKey(store, id, user.id).catch(notFound404);
+    accounts.forgetCredentials(); // SFTP sessions opened with this key end (sftp/server.ts)
     return ok();
   });
 };
