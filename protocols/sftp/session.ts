@@ -1,41 +1,30 @@
 /**
  * One SFTP channel: ssh2 request events → VFS calls with the session's AccessContext. Nothing here
  * decides permissions, meta rules or path containment; the VFS does, and errors.ts maps its codes.
- * The handle table is per channel and every handle is released when the channel ends, whatever way.
+ * Handles (OPEN, OPENDIR, CLOSE and their bounds) live in the channel's table, handles.ts.
  */
 import { posix } from 'node:path';
 import type { Attributes, InputAttributes, SFTPWrapper } from 'ssh2';
-import ssh2 from 'ssh2';
 import type { Logger } from 'pino';
-import type { AccessContext } from '../../src/auth/principal.js';
 import { isVfsError, VfsError } from '../../src/errors.js';
-import { join } from '../../src/paths.js';
-import type { Entry, VfsApi } from '../../src/vfs/types.js';
 import { attrsOf } from './attrs.js';
-import { DirHandle } from './dir-handle.js';
 import { STATUS, statusOf } from './errors.js';
 import { ADVERTISED, handleExtended } from './extended.js';
+import { HandleTable, MAX_HANDLES, type Handle, type HandleTableDeps } from './handles.js';
 import { advertiseExtensions, MAX_RW, sendExitStatus, trySendData } from './openssh-ext.js';
-import { ReadHandle } from './read-handle.js';
 import { ReplyGate } from './reply-gate.js';
+import { missingParent, statOrUndefined } from './vfs-lookups.js';
 import { WriteGate } from './write-gate.js';
 import { WritePool } from './write-pool.js';
-import { WriteHandle, type ReorderBudget } from './write-handle.js';
+import type { WriteHandle } from './write-handle.js';
 
-const { OPEN_MODE } = ssh2.utils.sftp;
-/** Open handles per channel: bounds fds and streams a client can pin (advertised in limits). */
-export const MAX_HANDLES = 256;
 /** How long a client EOF waits for in-flight requests (a CLOSE finishing its put) before closing. */
 const EOF_DRAIN_MS = 30_000;
 
-type Handle = DirHandle | ReadHandle | WriteHandle;
-
-export interface SessionDeps {
-  vfs: VfsApi;
-  ctx: AccessContext;
+/** vfs, ctx, tmpDir, exclusive and reorder come from HandleTableDeps (handles.ts). */
+export interface SessionDeps extends HandleTableDeps {
   /** Aborts ctx.signal: in-flight VFS calls stop when the session is gone. */
   abort: AbortController;
-  tmpDir: string;
   log: Logger;
   /** Called on every request (idle timeout). */
   touch(): void;
@@ -50,14 +39,6 @@ export interface SessionDeps {
    * (reused-reads.ts); `data` itself otherwise. Applied to what outlives the request's event: WRITE data.
    */
   stable?(data: Buffer): Buffer;
-  /**
-   * Virtual paths open for an exclusive create (OPEN with CREAT|EXCL) on any session of this
-   * server: a second exclusive open of the same path fails while the first is open, as open(2)
-   * with O_EXCL would (the file only appears at CLOSE here). The put itself never replaces.
-   */
-  exclusive?: Set<string>;
-  /** Out-of-order WRITE bytes held in memory by every upload of this server (write-handle.ts). */
-  reorder?: ReorderBudget;
 }
 
 /** A client path with a trailing slash (other than the root itself) can only name a folder. */
@@ -71,15 +52,10 @@ export function clientPath(p: string): string {
 }
 
 export class SftpSession {
-  private readonly handles = new Map<string, Handle>();
-  private nextHandle = 1;
-  /** OPEN/OPENDIR requests under way: clients pipeline them, so MAX_HANDLES counts these too. */
-  private opening = 0;
+  private readonly handles: HandleTable;
   private inflight = 0;
   private idle?: () => void;
   private ended = false;
-  /** Uploads whose CLOSE is being carried out (see teardown). */
-  private readonly closing = new Set<Promise<unknown>>();
 
   /** Memory for WRITE packets, handed back by the driver once written (write-pool.ts). */
   private readonly writePool = new WritePool();
@@ -92,6 +68,7 @@ export class SftpSession {
     this.writePool.attach(sftp);
     this.writes = new WriteGate(sftp);
     this.replies = new ReplyGate(sftp);
+    this.handles = new HandleTable(d, this.writePool.release, () => this.ended);
     advertiseExtensions(sftp, ADVERTISED);
     this.listen();
     sftp.on('end', () => void this.clientEof());
@@ -110,8 +87,7 @@ export class SftpSession {
     return this.d.ctx;
   }
 
-  /** Run one request: any throw becomes the mapped STATUS. */
-  /** Answer a request with fn's outcome; `answered` runs once the answer is out (write-gate.ts). */
+  /** Run one request: any throw becomes the mapped STATUS; `answered` runs once the answer is out (write-gate.ts). */
   private run(reqId: number, fn: () => Promise<void>, answered?: () => void): void {
     this.d.touch();
     this.inflight++;
@@ -137,46 +113,6 @@ export class SftpSession {
     return this.sftp;
   }
 
-  private addHandle(h: Handle): Buffer {
-    const id = Buffer.alloc(4);
-    id.writeUInt32BE(this.nextHandle++ >>> 0, 0);
-    this.handles.set(id.toString('hex'), h);
-    return id;
-  }
-
-  /**
-   * Run an OPEN/OPENDIR with a handle slot reserved. `taken` gives the reservation up once the handle
-   * is in the table (a write handle is, while its put starts), so nothing is counted twice.
-   */
-  private async reserved<T>(fn: (taken: () => void) => Promise<T>): Promise<T> {
-    if (this.handles.size + this.opening >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
-    this.opening++;
-    let held = true;
-    const taken = () => {
-      if (held) (held = false), this.opening--;
-    };
-    try {
-      return await fn(taken);
-    } finally {
-      taken();
-    }
-  }
-
-  private handle(id: Buffer): Handle {
-    const h = this.handles.get(id.toString('hex'));
-    if (!h) throw new VfsError('INVALID', 'invalid handle');
-    return h;
-  }
-
-  private async statOrUndefined(path: string): Promise<Entry | undefined> {
-    try {
-      return await this.vfs.stat(this.ctx, path);
-    } catch (e) {
-      if (isVfsError(e, 'NOT_FOUND')) return undefined;
-      throw e;
-    }
-  }
-
   private listen(): void {
     const s = this.sftp;
     s.on('OPEN', (id: number, filename: string, flags: number) =>
@@ -184,12 +120,12 @@ export class SftpSession {
         // `name/` names a folder (open(2): EISDIR to create or write, ENOTDIR on a file); `scp f
         // host:newdir/` would otherwise create a file called newdir.
         if (namesFolder(filename)) throw new VfsError('IS_A_DIR', 'is a directory');
-        await this.reserved((taken) => this.open(id, clientPath(filename), flags, taken));
+        this.out().handle(id, await this.handles.openFile(clientPath(filename), flags));
       }),
     );
     s.on('READ', (id: number, h: Buffer, offset: number, length: number) =>
       this.run(id, async () => {
-        const r = this.handle(h);
+        const r = this.handles.get(h);
         if (r.kind === 'dir') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
         const done = await this.replies.room(Math.min(length, MAX_RW));
         try {
@@ -211,22 +147,27 @@ export class SftpSession {
     );
     s.on('WRITE', (id: number, h: Buffer, offset: number, data: Buffer) =>
       this.run(id, async () => {
-        const w = this.handle(h);
+        const w = this.handles.get(h);
         if (w.kind !== 'write') throw new VfsError('INVALID', 'handle not open for writing');
         await w.write(offset, this.d.stable ? this.d.stable(data) : data);
         this.ok(id);
       }, this.writes.taken(data.length)),
     );
-    s.on('CLOSE', (id: number, h: Buffer) => this.run(id, () => this.close(id, h)));
+    s.on('CLOSE', (id: number, h: Buffer) =>
+      this.run(id, async () => {
+        await this.handles.close(h);
+        this.ok(id);
+      }),
+    );
     s.on('FSTAT', (id: number, h: Buffer) =>
       this.run(id, async () => {
-        const a = await this.fstat(this.handle(h));
+        const a = await this.fstat(this.handles.get(h));
         this.out().attrs(id, a);
       }),
     );
     s.on('FSETSTAT', (id: number, h: Buffer, attrs: InputAttributes) =>
       this.run(id, async () => {
-        const hd = this.handle(h);
+        const hd = this.handles.get(h);
         if (hd.kind === 'write') await this.setstatWriting(hd, attrs);
         else await this.setstat(hd.path, attrs);
         this.ok(id);
@@ -241,7 +182,7 @@ export class SftpSession {
         // A file this session has open for writing is answered from the handle while it is open:
         // the upload only lands at CLOSE (until then the VFS has no file, or the old one whose size
         // TRUNC made stale), and sshfs STATs right after OPEN(CREAT) and fails the create on ENOENT.
-        const w = this.writerOf(path);
+        const w = this.handles.writerOf(path);
         const e = w ? undefined : await this.vfs.stat(this.ctx, path);
         if (namesFolder(p) && !e?.isDir) throw new VfsError('NOT_FOUND', 'not a directory'); // stat(2): ENOTDIR
         this.out().attrs(id, e ? attrsOf(e) : await this.fstat(w!));
@@ -250,15 +191,12 @@ export class SftpSession {
     s.on('LSTAT', stat);
     s.on('OPENDIR', (id: number, p: string) =>
       this.run(id, async () => {
-        const path = clientPath(p);
-        // Each dir handle holds its whole listing until CLOSE: bounded like file handles.
-        const listing = await this.reserved(() => this.vfs.list(this.ctx, path));
-        this.out().handle(id, this.addHandle(new DirHandle(path, listing.entries)));
+        this.out().handle(id, await this.handles.openDir(clientPath(p)));
       }),
     );
     s.on('READDIR', (id: number, h: Buffer) =>
       this.run(id, async () => {
-        const hd = this.handle(h);
+        const hd = this.handles.get(h);
         if (hd.kind !== 'dir') throw new VfsError('INVALID', 'not a directory handle');
         const batch = hd.next(this.ctx.principal.username);
         if (batch) this.out().name(id, batch);
@@ -286,8 +224,8 @@ export class SftpSession {
     s.on('MKDIR', (id: number, p: string) =>
       this.run(id, async () => {
         const path = clientPath(p);
-        if (await this.statOrUndefined(path)) throw new VfsError('EXISTS', 'file exists');
-        await this.vfs.mkdir(this.ctx, path, { parents: false }).catch((e: unknown) => this.missingParent(path, e));
+        if (await statOrUndefined(this.vfs, this.ctx, path)) throw new VfsError('EXISTS', 'file exists');
+        await this.vfs.mkdir(this.ctx, path, { parents: false }).catch((e: unknown) => missingParent(this.vfs, this.ctx, path, e));
         this.ok(id);
       }),
     );
@@ -308,7 +246,7 @@ export class SftpSession {
         const r = await handleExtended(s, id, name, data, {
           rename: (from, to) => this.rename(from, to, true),
           usage: (p) => this.vfs.usage(this.ctx, clientPath(p)),
-          handlePath: (h) => this.handle(h).path,
+          handlePath: (h) => this.handles.get(h).path,
           maxHandles: MAX_HANDLES,
         });
         if (r === 'ok') this.ok(id);
@@ -331,88 +269,6 @@ export class SftpSession {
     await this.vfs.moveTo(this.ctx, src, clientPath(to), { overwrite });
   }
 
-  private async open(id: number, path: string, flags: number, taken: () => void): Promise<void> {
-    const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) !== 0;
-    if (!writing) {
-      const handle = await ReadHandle.open(this.vfs, this.ctx, path);
-      if (this.ended) {
-        handle.close();
-        throw new VfsError('UPSTREAM', 'session ended');
-      }
-      this.out().handle(id, this.addHandle(handle));
-      return;
-    }
-    const excl = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.EXCL) !== 0;
-    // The usual upload (CREAT|TRUNC) needs no look first: vfs.put itself answers IS_A_DIR, and
-    // EXISTS for EXCL (overwrite: false). Skipping the stat saves a round of VFS checks per file.
-    const plain = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.TRUNC) !== 0 && !(flags & OPEN_MODE.APPEND);
-    const existing = plain ? undefined : await this.statOrUndefined(path);
-    if (existing?.isDir) throw new VfsError('IS_A_DIR');
-    if (!plain && !existing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
-    if (existing && excl) throw new VfsError('EXISTS', 'file exists');
-    const keep = existing && existing.size > 0 && !(flags & OPEN_MODE.TRUNC);
-    const claim = excl ? join(this.ctx.principal.basePath, path) : undefined;
-    if (claim !== undefined) {
-      if (this.d.exclusive?.has(claim)) throw new VfsError('EXISTS', 'file exists');
-      this.d.exclusive?.add(claim);
-    }
-    const w = new WriteHandle(this.vfs, this.ctx, path, {
-      overwrite: !excl,
-      append: (flags & OPEN_MODE.APPEND) !== 0,
-      seed: keep ? existing : undefined,
-      tmpDir: this.d.tmpDir,
-      release: this.writePool.release,
-      readable: (flags & OPEN_MODE.READ) !== 0,
-      budget: this.d.reorder,
-    });
-    // Registered before start() so a session ending meanwhile aborts this put too.
-    const hid = this.addHandle(w);
-    taken();
-    try {
-      await w.start();
-    } catch (e) {
-      this.handles.delete(hid.toString('hex'));
-      if (claim !== undefined) this.d.exclusive?.delete(claim);
-      return this.missingParent(path, e);
-    }
-    // The claim lasts until the upload landed or failed (CLOSE, abort or the session's end).
-    if (claim !== undefined) void w.settled().finally(() => this.d.exclusive?.delete(claim));
-    if (this.ended) throw new VfsError('UPSTREAM', 'session ended');
-    this.out().handle(id, hid);
-  }
-
-  private async close(id: number, h: Buffer): Promise<void> {
-    const hd = this.handle(h);
-    this.handles.delete(h.toString('hex'));
-    if (hd.kind === 'read') hd.close();
-    else if (hd.kind === 'write') {
-      const landing = hd.close();
-      this.closing.add(landing);
-      try {
-        await landing;
-      } finally {
-        this.closing.delete(landing);
-      }
-    }
-    this.ok(id);
-  }
-
-  /**
-   * The put (parents: false) and mkdir (parents: false) refuse a missing parent, or a file in its
-   * place, with NOT_A_DIR; OpenSSH answers NO_SUCH_FILE for the first (ENOENT): tell them apart.
-   */
-  private async missingParent(path: string, e: unknown): Promise<never> {
-    if (isVfsError(e, 'NOT_A_DIR') && !(await this.statOrUndefined(posix.dirname(path)))) throw new VfsError('NOT_FOUND', undefined, { path: posix.dirname(path) });
-    throw e;
-  }
-
-  /** The write handle this session has open on `path` (the latest one), if any. */
-  private writerOf(path: string): WriteHandle | undefined {
-    let found: WriteHandle | undefined;
-    for (const h of this.handles.values()) if (h.kind === 'write' && h.path === path) found = h;
-    return found;
-  }
-
   private async fstat(h: Handle): Promise<Attributes> {
     if (h.kind === 'read') return attrsOf(h.entry);
     if (h.kind === 'write') return attrsOf({ isDir: false, size: h.size, modified: new Date() });
@@ -426,7 +282,7 @@ export class SftpSession {
    * A path this session is writing goes to its handle.
    */
   private async setstat(path: string, attrs: InputAttributes): Promise<void> {
-    const w = this.writerOf(path);
+    const w = this.handles.writerOf(path);
     if (w) return this.setstatWriting(w, attrs);
     if (attrs.size !== undefined) refuseResize((await this.vfs.stat(this.ctx, path)).size, attrs.size);
     if (attrs.mtime !== undefined) await this.vfs.setModified(this.ctx, path, toDate(attrs.mtime));
@@ -445,7 +301,7 @@ export class SftpSession {
 
   /** Client EOF (its stdin closed): finish what is in flight, send exit-status 0, close the channel. */
   private async clientEof(): Promise<void> {
-    this.abortOpenHandles();
+    this.handles.abortAll();
     if (this.inflight) {
       await new Promise<void>((resolve) => {
         this.idle = resolve;
@@ -457,31 +313,20 @@ export class SftpSession {
     this.teardown();
   }
 
-  private abortOpenHandles(): void {
-    for (const h of this.handles.values()) {
-      if (h.kind === 'read') h.close();
-      else if (h.kind === 'write') {
-        h.abort();
-        void h.settled();
-      }
-    }
-    this.handles.clear();
-  }
-
   /** The channel or connection is gone: release everything, stop in-flight VFS calls. */
   teardown(abortCloses = false): void {
     if (this.ended) return;
     this.ended = true;
-    this.abortOpenHandles();
+    this.handles.abortAll();
     this.writePool.clear();
     this.replies.close();
     // An upload whose CLOSE arrived has all its bytes: it lands even when the client drops the
     // connection right after sending CLOSE (OpenSSH's server too finishes what it received). Only
     // then, or after EOF_DRAIN_MS, are the session's VFS calls stopped. A revoked login stops at once.
-    if (abortCloses || this.closing.size === 0) return this.d.abort.abort();
+    if (abortCloses || this.handles.closing.size === 0) return this.d.abort.abort();
     const stop = setTimeout(() => this.d.abort.abort(), EOF_DRAIN_MS);
     stop.unref();
-    void Promise.allSettled([...this.closing]).then(() => {
+    void Promise.allSettled([...this.handles.closing]).then(() => {
       clearTimeout(stop);
       this.d.abort.abort();
     });

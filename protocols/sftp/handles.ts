@@ -1,0 +1,186 @@
+/**
+ * One SFTP channel's handle table: OPEN and OPENDIR turn into handles here, CLOSE releases them, and
+ * the number a client can hold is bounded. The table is per channel and every handle is released
+ * when the channel ends, whatever way (session.ts calls abortAll).
+ */
+import ssh2 from 'ssh2';
+import type { AccessContext } from '../../src/auth/principal.js';
+import { VfsError } from '../../src/errors.js';
+import { join } from '../../src/paths.js';
+import type { VfsApi } from '../../src/vfs/types.js';
+import { DirHandle } from './dir-handle.js';
+import { ReadHandle } from './read-handle.js';
+import { missingParent, statOrUndefined } from './vfs-lookups.js';
+import { WriteHandle, type ReorderBudget } from './write-handle.js';
+
+const { OPEN_MODE } = ssh2.utils.sftp;
+/** Open handles per channel: bounds fds and streams a client can pin (advertised in limits). */
+export const MAX_HANDLES = 256;
+
+export type Handle = DirHandle | ReadHandle | WriteHandle;
+
+/** What opening handles needs from the session (SessionDeps extends this). */
+export interface HandleTableDeps {
+  vfs: VfsApi;
+  ctx: AccessContext;
+  tmpDir: string;
+  /**
+   * Virtual paths open for an exclusive create (OPEN with CREAT|EXCL) on any session of this
+   * server: a second exclusive open of the same path fails while the first is open, as open(2)
+   * with O_EXCL would (the file only appears at CLOSE here). The put itself never replaces.
+   */
+  exclusive?: Set<string>;
+  /** Out-of-order WRITE bytes held in memory by every upload of this server (write-handle.ts). */
+  reorder?: ReorderBudget;
+}
+
+export class HandleTable {
+  private readonly handles = new Map<string, Handle>();
+  private nextHandle = 1;
+  /** OPEN/OPENDIR requests under way: clients pipeline them, so MAX_HANDLES counts these too. */
+  private opening = 0;
+  private readonly uploadsClosing = new Set<Promise<unknown>>();
+
+  /**
+   * `releaseChunk` hands WRITE packet memory back once the driver wrote it (write-pool.ts);
+   * `ended` tells whether the session is gone, so an OPEN finishing after that is refused.
+   */
+  constructor(
+    private readonly d: HandleTableDeps,
+    private readonly releaseChunk: (chunk: Buffer) => void,
+    private readonly ended: () => boolean,
+  ) {}
+
+  /** Uploads whose CLOSE is being carried out (SftpSession.teardown waits for them). */
+  get closing(): ReadonlySet<Promise<unknown>> {
+    return this.uploadsClosing;
+  }
+
+  get(id: Buffer): Handle {
+    const h = this.handles.get(id.toString('hex'));
+    if (!h) throw new VfsError('INVALID', 'invalid handle');
+    return h;
+  }
+
+  /** The write handle this session has open on `path` (the latest one), if any. */
+  writerOf(path: string): WriteHandle | undefined {
+    let found: WriteHandle | undefined;
+    for (const h of this.handles.values()) if (h.kind === 'write' && h.path === path) found = h;
+    return found;
+  }
+
+  /** OPENDIR: the new handle's id. */
+  async openDir(path: string): Promise<Buffer> {
+    // Each dir handle holds its whole listing until CLOSE: bounded like file handles.
+    const listing = await this.reserved(() => this.d.vfs.list(this.d.ctx, path));
+    return this.add(new DirHandle(path, listing.entries));
+  }
+
+  /** OPEN of a file: the new handle's id. */
+  openFile(path: string, flags: number): Promise<Buffer> {
+    return this.reserved((taken) => this.open(path, flags, taken));
+  }
+
+  /** CLOSE: the handle is gone at once; an upload's CLOSE returns once the file landed. */
+  async close(id: Buffer): Promise<void> {
+    const hd = this.get(id);
+    this.handles.delete(id.toString('hex'));
+    if (hd.kind === 'read') hd.close();
+    else if (hd.kind === 'write') {
+      const landing = hd.close();
+      this.uploadsClosing.add(landing);
+      try {
+        await landing;
+      } finally {
+        this.uploadsClosing.delete(landing);
+      }
+    }
+  }
+
+  /** Release every handle not yet closed: readers close, uploads are aborted. */
+  abortAll(): void {
+    for (const h of this.handles.values()) {
+      if (h.kind === 'read') h.close();
+      else if (h.kind === 'write') {
+        h.abort();
+        void h.settled();
+      }
+    }
+    this.handles.clear();
+  }
+
+  private add(h: Handle): Buffer {
+    const id = Buffer.alloc(4);
+    id.writeUInt32BE(this.nextHandle++ >>> 0, 0);
+    this.handles.set(id.toString('hex'), h);
+    return id;
+  }
+
+  /**
+   * Run an OPEN/OPENDIR with a handle slot reserved. `taken` gives the reservation up once the handle
+   * is in the table (a write handle is, while its put starts), so nothing is counted twice.
+   */
+  private async reserved<T>(fn: (taken: () => void) => Promise<T>): Promise<T> {
+    if (this.handles.size + this.opening >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
+    this.opening++;
+    let held = true;
+    const taken = () => {
+      if (held) (held = false), this.opening--;
+    };
+    try {
+      return await fn(taken);
+    } finally {
+      taken();
+    }
+  }
+
+  private async open(path: string, flags: number, taken: () => void): Promise<Buffer> {
+    const { vfs, ctx } = this.d;
+    const writing = (flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) !== 0;
+    if (!writing) {
+      const handle = await ReadHandle.open(vfs, ctx, path);
+      if (this.ended()) {
+        handle.close();
+        throw new VfsError('UPSTREAM', 'session ended');
+      }
+      return this.add(handle);
+    }
+    const excl = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.EXCL) !== 0;
+    // The usual upload (CREAT|TRUNC) needs no look first: vfs.put itself answers IS_A_DIR, and
+    // EXISTS for EXCL (overwrite: false). Skipping the stat saves a round of VFS checks per file.
+    const plain = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.TRUNC) !== 0 && !(flags & OPEN_MODE.APPEND);
+    const existing = plain ? undefined : await statOrUndefined(vfs, ctx, path);
+    if (existing?.isDir) throw new VfsError('IS_A_DIR');
+    if (!plain && !existing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
+    if (existing && excl) throw new VfsError('EXISTS', 'file exists');
+    const keep = existing && existing.size > 0 && !(flags & OPEN_MODE.TRUNC);
+    const claim = excl ? join(ctx.principal.basePath, path) : undefined;
+    if (claim !== undefined) {
+      if (this.d.exclusive?.has(claim)) throw new VfsError('EXISTS', 'file exists');
+      this.d.exclusive?.add(claim);
+    }
+    const w = new WriteHandle(vfs, ctx, path, {
+      overwrite: !excl,
+      append: (flags & OPEN_MODE.APPEND) !== 0,
+      seed: keep ? existing : undefined,
+      tmpDir: this.d.tmpDir,
+      release: this.releaseChunk,
+      readable: (flags & OPEN_MODE.READ) !== 0,
+      budget: this.d.reorder,
+    });
+    // Registered before start() so a session ending meanwhile aborts this put too.
+    const hid = this.add(w);
+    taken();
+    try {
+      await w.start();
+    } catch (e) {
+      this.handles.delete(hid.toString('hex'));
+      if (claim !== undefined) this.d.exclusive?.delete(claim);
+      return missingParent(vfs, ctx, path, e);
+    }
+    // The claim lasts until the upload landed or failed (CLOSE, abort or the session's end).
+    if (claim !== undefined) void w.settled().finally(() => this.d.exclusive?.delete(claim));
+    if (this.ended()) throw new VfsError('UPSTREAM', 'session ended');
+    return hid;
+  }
+}
