@@ -13,11 +13,8 @@ import type { TestServer } from './harness.js';
 import { list, names, ok, putFile, startRestServer } from './fs-helpers.js';
 import { addLocalStorage, settle, until } from './tasks-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
-import { startS3rver, type S3rver } from '../drivers/testing/s3rver.js';
-import { startSshd, type Sshd } from '../drivers/testing/sshd.js';
-import { startNginxDav, type NginxDav } from '../drivers/testing/nginx-dav.js';
-import { startVsftpd, type Vsftpd } from '../drivers/testing/vsftpd.js';
 import { switchProxy, type SwitchProxy } from '../drivers/testing/switch-proxy.js';
+import { createStorage, REMOTE_DRIVERS, startRemoteServers, type RemoteDriver, type RemoteServers } from './remote-servers.js';
 
 /** The folder copied around: small, one ~3 MB file, an empty file, a nested folder, non-ASCII names. */
 const FILES: Record<string, Buffer> = {
@@ -43,45 +40,26 @@ async function tree(dir: string, prefix = ''): Promise<Record<string, string>> {
 
 let ts: TestServer;
 let admin: string;
-let s3: S3rver;
-let sshd: Sshd;
-let dav: NginxDav;
-let ftpd: Vsftpd;
+let remote: RemoteServers;
 let backRoot: string;
 const proxies: SwitchProxy[] = [];
 
-/** The `addition` of each driver's storage, aimed at `port` (the server's own, or a proxy's). */
-const additionOf = {
-  S3: (port: number) => ({
-    bucket: s3.bucket, endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', access_key_id: s3.accessKeyId,
-    secret_access_key: s3.secretAccessKey, force_path_style: true, root_folder_path: '/',
-  }),
-  SFTP: (port: number) => ({ address: `127.0.0.1:${port}`, username: sshd.user, private_key: sshd.privateKey, root_folder_path: sshd.dataDir }),
-  WebDav: (port: number) => ({ address: `http://127.0.0.1:${port}`, username: dav.user, password: dav.password, root_folder_path: '/' }),
-  FTP: (port: number) => ({ address: `127.0.0.1:${port}`, encoding: 'UTF-8', username: ftpd.user, password: ftpd.password, root_folder_path: '/' }),
-} as const;
-type DriverName = keyof typeof additionOf;
-const portOf = (d: DriverName) => ({ S3: s3.port, SFTP: sshd.port, WebDav: dav.port, FTP: ftpd.port })[d];
-
-const create = (mount_path: string, driver: string, addition: Record<string, unknown>) =>
-  ts.api<{ id: number }>('/api/admin/storage/create', {
-    token: admin, body: { mount_path, driver, addition: JSON.stringify(addition), cache_expiration: 0 },
-  });
+const create = (mount_path: string, driver: string, addition: Record<string, unknown>) => createStorage(ts, admin, mount_path, driver, addition);
 const statusOf = async (id: number) => (await ts.api<{ status: string }>(`/api/admin/storage/get?id=${id}`, { token: admin })).data!.status;
 
 beforeAll(async () => {
-  [s3, sshd, dav, ftpd] = await Promise.all([startS3rver(), startSshd(), startNginxDav(), startVsftpd()]);
+  remote = await startRemoteServers(REMOTE_DRIVERS);
   ts = await startRestServer();
   admin = await ts.login();
-  const mounts: Array<[string, DriverName]> = [['/s3', 'S3'], ['/sftp', 'SFTP'], ['/dav', 'WebDav'], ['/ftp', 'FTP']];
-  for (const [mount, driver] of mounts) ok(await create(mount, driver, additionOf[driver](portOf(driver))));
+  const mounts: Array<[string, RemoteDriver]> = [['/s3', 'S3'], ['/sftp', 'SFTP'], ['/dav', 'WebDav'], ['/ftp', 'FTP']];
+  for (const [mount, driver] of mounts) ok(await create(mount, driver, remote.additionOf(driver)));
   backRoot = await addLocalStorage(ts, admin, '/back');
 }, 60_000);
 
 afterAll(async () => {
   await Promise.allSettled(proxies.map((p) => p.close()));
   await ts?.close();
-  await Promise.allSettled([s3?.stop(), sshd?.stop(), dav?.stop(), ftpd?.stop()]);
+  await remote?.stop();
   if (backRoot) await rm(backRoot, { recursive: true, force: true });
 });
 
@@ -103,11 +81,11 @@ describe('a folder through every remote driver', () => {
     expect(await names(ts, admin, '/s3/set')).toEqual(['a.txt', 'big.bin', 'empty.txt', 'sub dir']);
 
     await hop('/s3', '/sftp');
-    expect(await tree(join(sshd.dataDir, 'set'))).toEqual(ORIGINAL);
+    expect(await tree(join(remote.sshd.dataDir, 'set'))).toEqual(ORIGINAL);
     await hop('/sftp', '/dav');
-    expect(await tree(join(dav.dataDir, 'set'))).toEqual(ORIGINAL);
+    expect(await tree(join(remote.dav.dataDir, 'set'))).toEqual(ORIGINAL);
     await hop('/dav', '/ftp');
-    expect(await tree(join(ftpd.dataDir, 'set'))).toEqual(ORIGINAL);
+    expect(await tree(join(remote.ftpd.dataDir, 'set'))).toEqual(ORIGINAL);
     await hop('/ftp', '/back');
     expect(await tree(join(backRoot, 'set'))).toEqual(ORIGINAL);
 
@@ -123,7 +101,7 @@ describe('a folder through every remote driver', () => {
 
 describe('init failures and unreachable remotes', () => {
   it('wrong credentials show in the storage status quickly, and the other storages keep working', async () => {
-    const bad: Array<[DriverName, Record<string, unknown>, RegExp]> = [
+    const bad: Array<[RemoteDriver, Record<string, unknown>, RegExp]> = [
       ['S3', { access_key_id: 'WRONG' }, /access denied by S3/],
       ['SFTP', { private_key: '', password: 'wrong-password' }, /sftp: authentication failed for user/],
       ['WebDav', { password: 'wrong' }, /authentication failed \(401\)/],
@@ -131,7 +109,7 @@ describe('init failures and unreachable remotes', () => {
     ];
     for (const [driver, extra, text] of bad) {
       const t0 = Date.now();
-      const r = await create(`/bad-${driver.toLowerCase()}`, driver, { ...additionOf[driver](portOf(driver)), ...extra });
+      const r = await create(`/bad-${driver.toLowerCase()}`, driver, { ...remote.additionOf(driver), ...extra });
       expect(Date.now() - t0, driver).toBeLessThan(10_000);
       expect(r.code, driver).toBe(500);
       expect(r.message).toMatch(/^failed init storage but storage is already created: failed init storage: /);
@@ -167,10 +145,10 @@ describe('init failures and unreachable remotes', () => {
   }, 40_000);
 
   it.each(['S3', 'SFTP', 'WebDav', 'FTP'] as const)('%s: clear errors while the remote is down, works again when it is back', async (driver) => {
-    const proxy = await switchProxy(portOf(driver));
+    const proxy = await switchProxy(remote.portOf(driver));
     proxies.push(proxy);
     const mount = `/flaky-${driver.toLowerCase()}`;
-    const created = await create(mount, driver, additionOf[driver](proxy.port));
+    const created = await create(mount, driver, remote.additionOf(driver, proxy.port));
     ok(created);
     const id = created.data!.id;
     const inside = `${mount}/probe-${driver}`;

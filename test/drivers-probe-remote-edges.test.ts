@@ -12,47 +12,27 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
 import { list, ok, putFile, startRestServer } from './fs-helpers.js';
-import { startS3rver, type S3rver } from '../drivers/testing/s3rver.js';
-import { startSshd, type Sshd } from '../drivers/testing/sshd.js';
-import { startNginxDav, type NginxDav } from '../drivers/testing/nginx-dav.js';
-import { startVsftpd, type Vsftpd } from '../drivers/testing/vsftpd.js';
+import { createStorage, REMOTE_DRIVERS as DRIVERS, startRemoteServers, type RemoteDriver, type RemoteServers } from './remote-servers.js';
 
 let ts: TestServer;
 let admin: string;
-let s3: S3rver;
-let sshd: Sshd;
-let dav: NginxDav;
-let ftpd: Vsftpd;
+let remote: RemoteServers;
 const davAuth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
-const additionOf = {
-  S3: () => ({
-    bucket: s3.bucket, endpoint: `http://127.0.0.1:${s3.port}`, region: 'us-east-1', access_key_id: s3.accessKeyId,
-    secret_access_key: s3.secretAccessKey, force_path_style: true, root_folder_path: '/',
-  }),
-  SFTP: () => ({ address: `127.0.0.1:${sshd.port}`, username: sshd.user, private_key: sshd.privateKey, root_folder_path: sshd.dataDir }),
-  WebDav: () => ({ address: `http://127.0.0.1:${dav.port}`, username: dav.user, password: dav.password, root_folder_path: '/' }),
-  FTP: () => ({ address: `127.0.0.1:${ftpd.port}`, encoding: 'UTF-8', username: ftpd.user, password: ftpd.password, root_folder_path: '/' }),
-} as const;
-type DriverName = keyof typeof additionOf;
-const DRIVERS = ['S3', 'SFTP', 'WebDav', 'FTP'] as const;
-
 const create = (mount_path: string, driver: string, addition: Record<string, unknown>) =>
-  ts.api<{ id: number }>('/api/admin/storage/create', {
-    token: admin, body: { mount_path, driver, addition: JSON.stringify(addition), cache_expiration: 0, webdav_policy: 'native_proxy' },
-  });
+  createStorage(ts, admin, mount_path, driver, addition, { webdav_policy: 'native_proxy' });
 
 beforeAll(async () => {
-  [s3, sshd, dav, ftpd] = await Promise.all([startS3rver(), startSshd(), startNginxDav(), startVsftpd()]);
+  remote = await startRemoteServers(DRIVERS);
   ts = await startRestServer();
   admin = await ts.login();
-  for (const d of DRIVERS) ok(await create(`/${d.toLowerCase()}`, d, additionOf[d]()));
+  for (const d of DRIVERS) ok(await create(`/${d.toLowerCase()}`, d, remote.additionOf(d)));
 }, 60_000);
 
 afterAll(async () => {
   await ts?.close();
-  await Promise.allSettled([s3?.stop(), sshd?.stop(), dav?.stop(), ftpd?.stop()]);
+  await remote?.stop();
 });
 
 async function davGet(path: string): Promise<{ status: number; body: Buffer }> {
@@ -107,7 +87,7 @@ async function fill(dir: string, n: number): Promise<void> {
 }
 
 describe('large remote listings', () => {
-  it.each([['SFTP', () => sshd.dataDir], ['WebDav', () => dav.dataDir], ['FTP', () => ftpd.dataDir]] as const)(
+  it.each([['SFTP', () => remote.sshd.dataDir], ['WebDav', () => remote.dav.dataDir], ['FTP', () => remote.ftpd.dataDir]] as const)(
     '%s: 20,000 entries list completely', async (driver, root) => {
       await fill(join(root(), 'many'), 20_000);
       const r = await list(ts, admin, `/${driver.toLowerCase()}/many`, { refresh: true, per_page: 0 });
@@ -122,8 +102,8 @@ describe('S3 specifics', () => {
   async function s3Client() {
     const { S3Client } = await import('@aws-sdk/client-s3');
     return new S3Client({
-      endpoint: `http://127.0.0.1:${s3.port}`, region: 'us-east-1', forcePathStyle: true,
-      credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey },
+      endpoint: `http://127.0.0.1:${remote.s3.port}`, region: 'us-east-1', forcePathStyle: true,
+      credentials: { accessKeyId: remote.s3.accessKeyId, secretAccessKey: remote.s3.secretAccessKey },
     });
   }
 
@@ -134,7 +114,7 @@ describe('S3 specifics', () => {
     const c = await s3Client();
     const put = async (n: number, key: (i: number) => string) => {
       for (let i = 0; i < n; i += 50) {
-        await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => c.send(new PutObjectCommand({ Bucket: s3.bucket, Key: key(i + j), Body: 'x' }))));
+        await Promise.all(Array.from({ length: Math.min(50, n - i) }, (_, j) => c.send(new PutObjectCommand({ Bucket: remote.s3.bucket, Key: key(i + j), Body: 'x' }))));
       }
     };
     await put(2_345, (i) => `paged/k${String(i).padStart(5, '0')}`);
@@ -149,7 +129,7 @@ describe('S3 specifics', () => {
     const { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand } = await import('@aws-sdk/client-s3');
     const c = await s3Client();
     await c.send(new CreateBucketCommand({ Bucket: 'vanishing' }));
-    const made = await create('/vanishing', 'S3', { ...additionOf.S3(), bucket: 'vanishing' });
+    const made = await create('/vanishing', 'S3', { ...remote.additionOf('S3'), bucket: 'vanishing' });
     ok(made);
     ok(await putFile(ts, admin, '/vanishing/a.txt', 'x'));
     await c.send(new DeleteObjectCommand({ Bucket: 'vanishing', Key: 'a.txt' }));
@@ -171,15 +151,15 @@ describe('S3 specifics', () => {
 describe('credentials that stop working after init', () => {
   it('WebDav: the remote password changes: clear 401 error, status still work, no secret in it', async () => {
     ok(await putFile(ts, admin, '/webdav/auth/a.txt', 'x'));
-    const htpasswd = join(dav.dataDir, '..', 'htpasswd');
-    await writeFile(htpasswd, `${dav.user}:{SHA}${createHash('sha1').update('another-password').digest('base64')}\n`);
+    const htpasswd = join(remote.dav.dataDir, '..', 'htpasswd');
+    await writeFile(htpasswd, `${remote.dav.user}:{SHA}${createHash('sha1').update('another-password').digest('base64')}\n`);
     try {
       const r = await list(ts, admin, '/webdav/auth', { refresh: true });
       expect(r.code).toBe(500);
       expect(r.message).toMatch(/authentication failed \(401\)/);
-      expect(r.message).not.toContain(dav.password);
+      expect(r.message).not.toContain(remote.dav.password);
     } finally {
-      await writeFile(htpasswd, `${dav.user}:{SHA}${createHash('sha1').update(dav.password).digest('base64')}\n`);
+      await writeFile(htpasswd, `${remote.dav.user}:{SHA}${createHash('sha1').update(remote.dav.password).digest('base64')}\n`);
     }
     expect(await listNames('/webdav/auth')).toEqual(['a.txt']);
   });
@@ -187,7 +167,7 @@ describe('credentials that stop working after init', () => {
   it('FTP: the remote password changes: downloads (a new connection each) fail clearly', async () => {
     ok(await putFile(ts, admin, '/ftp/auth/a.txt', 'x'));
     const { execFile } = await import('node:child_process');
-    const chpasswd = (pw: string) => new Promise<void>((r) => { const c = execFile('chpasswd', () => r()); c.stdin!.end(`${ftpd.user}:${pw}\n`); });
+    const chpasswd = (pw: string) => new Promise<void>((r) => { const c = execFile('chpasswd', () => r()); c.stdin!.end(`${remote.ftpd.user}:${pw}\n`); });
     await chpasswd('changed-password-1');
     try {
       const got = await davGet('/ftp/auth/a.txt');
@@ -195,7 +175,7 @@ describe('credentials that stop working after init', () => {
       await new Promise((res) => setTimeout(res, 300)); // log lines go out in batches
       expect(ts.logs.some((l) => l.includes('ftp: login failed for user tgftp'))).toBe(true);
     } finally {
-      await chpasswd(ftpd.password);
+      await chpasswd(remote.ftpd.password);
     }
   });
 });
@@ -204,11 +184,11 @@ describe('storage status and logs when a remote is down at init', () => {
   it.each(DRIVERS)('%s: the status says why, and no password reaches a status or a log line', async (driver) => {
     const secret = `pw-${randomBytes(6).toString('hex')}`;
     const dead = '127.0.0.1:1';
-    const addition: Record<DriverName, Record<string, unknown>> = {
-      S3: { ...additionOf.S3(), endpoint: `http://${dead}`, secret_access_key: secret },
-      SFTP: { ...additionOf.SFTP(), address: dead, private_key: '', password: secret },
-      WebDav: { ...additionOf.WebDav(), address: `http://user:${secret}@${dead}/dav`, password: secret },
-      FTP: { ...additionOf.FTP(), address: dead, password: secret },
+    const addition: Record<RemoteDriver, Record<string, unknown>> = {
+      S3: { ...remote.additionOf('S3'), endpoint: `http://${dead}`, secret_access_key: secret },
+      SFTP: { ...remote.additionOf('SFTP'), address: dead, private_key: '', password: secret },
+      WebDav: { ...remote.additionOf('WebDav'), address: `http://user:${secret}@${dead}/dav`, password: secret },
+      FTP: { ...remote.additionOf('FTP'), address: dead, password: secret },
     };
     const r = await create(`/down-${driver.toLowerCase()}`, driver, addition[driver]);
     expect(r.code).toBe(500);
@@ -223,7 +203,7 @@ describe('storage status and logs when a remote is down at init', () => {
 
 describe('SFTP remote symlinks', () => {
   it('a symlink loop fails the listing as AList does, unless ignore_symlink_error skips it', async () => {
-    const dir = join(sshd.dataDir, 'links');
+    const dir = join(remote.sshd.dataDir, 'links');
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, 'plain.txt'), 'p');
     await symlink('loop-b', join(dir, 'loop-a'));
@@ -231,7 +211,7 @@ describe('SFTP remote symlinks', () => {
     const r = await list(ts, admin, '/sftp/links', { refresh: true });
     expect(r.code).toBe(500);
     expect(r.message).toMatch(/broken symlink \/links\/loop-/);
-    ok(await create('/sftp-lenient', 'SFTP', { ...additionOf.SFTP(), ignore_symlink_error: true }));
+    ok(await create('/sftp-lenient', 'SFTP', { ...remote.additionOf('SFTP'), ignore_symlink_error: true }));
     expect(await listNames('/sftp-lenient/links')).toEqual(['plain.txt']);
     await rm(join(dir, 'loop-a'));
     await rm(join(dir, 'loop-b'));
@@ -241,11 +221,11 @@ describe('SFTP remote symlinks', () => {
 describe('SFTP credentials that stop working after init', () => {
   it('the key is revoked on the remote: the next connection fails with a clear error', async () => {
     const { cutProxy } = await import('../drivers/testing/process.js');
-    const proxy = await cutProxy(sshd.port);
-    const keys = join(sshd.dataDir, '..', 'authorized_keys');
+    const proxy = await cutProxy(remote.sshd.port);
+    const keys = join(remote.sshd.dataDir, '..', 'authorized_keys');
     const saved = await readFile(keys);
     try {
-      ok(await create('/sftp-revoked', 'SFTP', { ...additionOf.SFTP(), address: `127.0.0.1:${proxy.port}` }));
+      ok(await create('/sftp-revoked', 'SFTP', { ...remote.additionOf('SFTP'), address: `127.0.0.1:${proxy.port}` }));
       await writeFile(keys, '');
       expect(await listNames('/sftp-revoked/links')).toContain('plain.txt'); // the open connection lives on
       proxy.cut();

@@ -13,12 +13,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
 import { names, ok, putFile, startRestServer } from './fs-helpers.js';
-import { startS3rver, type S3rver } from '../drivers/testing/s3rver.js';
-import { startSshd, type Sshd } from '../drivers/testing/sshd.js';
-import { startNginxDav, type NginxDav } from '../drivers/testing/nginx-dav.js';
 import { startVsftpd } from '../drivers/testing/vsftpd.js';
 import { switchProxy } from '../drivers/testing/switch-proxy.js';
 import { DAV_TIMEOUTS } from '../drivers/webdav/http.js';
+import { additionFor, createStorage, startRemoteServers, type RemoteServers } from './remote-servers.js';
 
 /** A loopback TCP proxy to `target` that can cut its connections or freeze them (no byte either way). */
 interface FreezeProxy {
@@ -63,14 +61,14 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
 
 let ts: TestServer;
 let admin: string;
-let s3: S3rver;
-let sshd: Sshd;
-let dav: NginxDav;
+/** FTP's server is started by the one test that needs it. */
+type DriverName = 'S3' | 'SFTP' | 'WebDav';
+let remote: RemoteServers<DriverName>;
 const proxies: FreezeProxy[] = [];
 const davAuth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
 
 beforeAll(async () => {
-  [s3, sshd, dav] = await Promise.all([startS3rver(), startSshd(), startNginxDav()]);
+  remote = await startRemoteServers<DriverName>(['S3', 'SFTP', 'WebDav']);
   ts = await startRestServer();
   admin = await ts.login();
 }, 60_000);
@@ -78,26 +76,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled(proxies.map((p) => p.close()));
   await ts?.close();
-  await Promise.allSettled([s3?.stop(), sshd?.stop(), dav?.stop()]);
+  await remote?.stop();
 });
-
-const additionOf = {
-  S3: (port: number) => ({
-    bucket: s3.bucket, endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1', access_key_id: s3.accessKeyId,
-    secret_access_key: s3.secretAccessKey, force_path_style: true, root_folder_path: '/',
-  }),
-  SFTP: (port: number) => ({ address: `127.0.0.1:${port}`, username: sshd.user, private_key: sshd.privateKey, root_folder_path: sshd.dataDir }),
-  WebDav: (port: number) => ({ address: `http://127.0.0.1:${port}`, username: dav.user, password: dav.password, root_folder_path: '/' }),
-} as const;
-type DriverName = keyof typeof additionOf;
-const portOf = (d: DriverName) => ({ S3: s3.port, SFTP: sshd.port, WebDav: dav.port })[d];
 
 /** Mounted with webdav_policy native_proxy, so /dav GETs stream through treegate (S3 would redirect). */
 async function mount(path: string, driver: DriverName, port: number): Promise<void> {
-  ok(await ts.api('/api/admin/storage/create', {
-    token: admin,
-    body: { mount_path: path, driver, addition: JSON.stringify(additionOf[driver](port)), cache_expiration: 0, webdav_policy: 'native_proxy' },
-  }));
+  ok(await createStorage(ts, admin, path, driver, remote.additionOf(driver, port), { webdav_policy: 'native_proxy' }));
 }
 
 /** name → size of a folder's listing (refreshed). */
@@ -164,11 +148,11 @@ describe.each(['WebDav', 'SFTP', 'S3'] as const)('%s: the remote fails mid-trans
   let flaky: string;
 
   beforeAll(async () => {
-    proxy = await freezeProxy(portOf(driver));
+    proxy = await freezeProxy(remote.portOf(driver));
     proxies.push(proxy);
     direct = `/direct-${driver.toLowerCase()}`;
     flaky = `/flaky-${driver.toLowerCase()}`;
-    await mount(direct, driver, portOf(driver));
+    await mount(direct, driver, remote.portOf(driver));
     await mount(flaky, driver, proxy.port);
     ok(await putFile(ts, admin, `${direct}/probe/big.bin`, big));
   }, 60_000);
@@ -193,7 +177,7 @@ describe.each(['WebDav', 'SFTP', 'S3'] as const)('%s: the remote fails mid-trans
     }
     // A temporary file the cut left behind goes once the storage reaches its remote again. Listings
     // leave temp names out, so the remote's own folder is read (S3 writes no temp files).
-    const remoteDir = driver === 'SFTP' ? join(sshd.dataDir, 'probe') : driver === 'WebDav' ? join(dav.dataDir, 'probe') : undefined;
+    const remoteDir = driver === 'SFTP' ? join(remote.sshd.dataDir, 'probe') : driver === 'WebDav' ? join(remote.dav.dataDir, 'probe') : undefined;
     await within((async () => {
       for (;;) {
         await sizes(`${flaky}/probe`).catch(() => undefined);
@@ -208,7 +192,7 @@ describe('a remote that stops answering mid-download (sockets stay open)', () =>
   it('WebDav: the download fails once the connection is idle for the driver\'s idle timeout', async () => {
     const saved = DAV_TIMEOUTS.idleMs;
     DAV_TIMEOUTS.idleMs = 1500;
-    const proxy = await freezeProxy(dav.port);
+    const proxy = await freezeProxy(remote.dav.port);
     proxies.push(proxy);
     try {
       await mount('/frozen-dav', 'WebDav', proxy.port);
@@ -229,8 +213,7 @@ describe('FTP: an upload cut off with its server', () => {
     const ftpd = await startVsftpd();
     const proxy = await switchProxy(ftpd.port);
     try {
-      const add = { address: `127.0.0.1:${proxy.port}`, encoding: 'UTF-8', username: ftpd.user, password: ftpd.password, root_folder_path: '/' };
-      ok(await ts.api('/api/admin/storage/create', { token: admin, body: { mount_path: '/left-ftp', driver: 'FTP', addition: JSON.stringify(add), cache_expiration: 0 } }));
+      ok(await createStorage(ts, admin, '/left-ftp', 'FTP', additionFor.FTP(ftpd, proxy.port)));
       ok(await putFile(ts, admin, '/left-ftp/d/seed.txt', 'x'));
       const big = randomBytes(32 << 20);
       // The data connection goes straight to vsftpd; taking the control connection's port down
