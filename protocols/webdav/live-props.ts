@@ -4,6 +4,7 @@
  */
 import { relativeTo } from '../../src/paths.js';
 import type { Entry } from '../../src/vfs/types.js';
+import type { DeadProp } from './dead-props.js';
 import type { LockInfo } from './locks.js';
 import { contentTypeOf, etagOf, httpDate } from './resource.js';
 import { hrefOf } from './request.js';
@@ -64,7 +65,9 @@ function memoDate(fmt: (d: Date) => string): (d: Date) => string {
     return s;
   };
 }
-const isoDate = memoDate((d) => d.toISOString());
+// RFC 3339 without the fraction: Windows' WebDAV redirector (Microsoft-WebDAV-MiniRedir, Windows 7 to
+// 11) cannot parse a creationdate with fractional seconds, though RFC 3339 allows them.
+const isoDate = memoDate((d) => d.toISOString().replace(/\.\d+Z$/, 'Z'));
 const rfc1123 = memoDate(httpDate);
 
 /**
@@ -107,3 +110,17 @@ export const ALLPROP = Object.keys(LIVE).filter((k) => !k.startsWith('quota-'));
 
 /** Live properties a client may not set or remove. */
 export const isLive = (ns: string, local: string) => ns === 'DAV:' && local in LIVE;
+
+/** Microsoft's namespace for the Win32* properties Windows' redirector sets with PROPPATCH. */
+export const MS_NS = 'urn:schemas-microsoft-com:';
+
+/**
+ * A dead property's value as PROPFIND answers it. Win32LastModifiedTime on a file is answered as
+ * the file's current mtime (PROPPATCH stores the date into the file's mtime through the VFS, when
+ * the storage can): Windows reads it in preference to getlastmodified, so the stored copy would
+ * keep showing the old date after the file is rewritten by any protocol (and the redirector could
+ * keep serving its stale cached copy).
+ */
+export function deadValue(d: DeadProp, e: Entry): string {
+  return !e.isDir && d.local === 'Win32LastModifiedTime' && d.ns === MS_NS ? rfc1123(e.modified) : d.xml;
+}

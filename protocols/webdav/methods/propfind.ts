@@ -7,7 +7,7 @@ import { isVfsError } from '../../../src/errors.js';
 import type { Entry } from '../../../src/vfs/types.js';
 import { keyOf } from '../dead-props.js';
 import { DavError } from '../errors.js';
-import { ALLPROP, LIVE, allLive, type LiveCtx, type Quota } from '../live-props.js';
+import { ALLPROP, LIVE, allLive, deadValue, type LiveCtx, type Quota } from '../live-props.js';
 import { MultiStatus, propstat } from '../multistatus.js';
 import { childHrefBase, hrefOf, hrefSegment, readBody, vpathOf, type Dav } from '../request.js';
 import { DAV_NS, child, elems, esc, nsElement, parseXml, type XElem } from '../xml.js';
@@ -98,7 +98,7 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
   if (want.kind === 'allprop') {
     return (e, href, p) => {
       let found = allLive(e, live);
-      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, d.xml);
+      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, deadValue(d, e));
       for (const q of want.include) if (q.ns === DAV_NS && q.local.startsWith('quota-')) found += LIVE[q.local]?.(e, live) ?? '';
       return wrap(href, propstat(found, 200));
     };
@@ -118,7 +118,7 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
         continue;
       }
       const d = byName ? byName.get(keyOf(q.ns, q.local)) : dead.find((x) => x.ns === q.ns && x.local === q.local);
-      if (d) found += nsElement(d.ns, d.local, d.xml);
+      if (d) found += nsElement(d.ns, d.local, deadValue(d, e));
       else missing += qnameXml(q);
     }
     // An empty <D:prop/> still gets a (empty) propstat: a response needs one (RFC 4918 §14.24).

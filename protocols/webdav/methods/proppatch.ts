@@ -1,19 +1,18 @@
 /**
  * PROPPATCH (RFC 4918 §9.2): dead properties, set and removed in document order, all or nothing.
  * Live DAV: properties are protected (403, the rest 424). Setting Windows' Win32LastModifiedTime
- * also sets the file's mtime through the VFS, so Explorer copies keep their dates.
+ * also sets the file's mtime through the VFS, so Explorer copies keep their dates (and PROPFIND answers
+ * it from that mtime: live-props.ts deadValue).
  */
 import { can } from '../../../src/auth/principal.js';
 import { VfsError } from '../../../src/errors.js';
 import { checkPreconditions, checkWrite } from '../conditions.js';
 import type { DeadProp, PropOp } from '../dead-props.js';
 import { DavError } from '../errors.js';
-import { isLive } from '../live-props.js';
+import { isLive, MS_NS } from '../live-props.js';
 import { MultiStatus, propstat } from '../multistatus.js';
 import { hrefOf, parentOf, readBody, vpathOf, type Dav } from '../request.js';
 import { DAV_NS, elems, esc, nsElement, parseXml, serializeContent, textOf } from '../xml.js';
-
-const MS_NS = 'urn:schemas-microsoft-com:';
 
 export function parsePropertyUpdate(body: string): PropOp[] {
   const root = parseXml(body);
