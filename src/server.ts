@@ -57,6 +57,25 @@ function isDav(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && url === '/' && req.headers.origin === undefined;
 }
 
+const LISTEN_ERRORS: Record<string, string> = {
+  EADDRINUSE: 'the port is already in use (another treegate or service?)',
+  EADDRNOTAVAIL: 'the address is not one of this machine\'s',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  ENOTFOUND: 'the address does not resolve',
+  EAI_AGAIN: 'the address does not resolve (yet: is the network up?)',
+};
+
+/**
+ * A listener's failure to bind, as one line naming the listener and its config keys: node's bare
+ * `listen EADDRINUSE: address already in use 0.0.0.0:5222` did not say which of the two listeners,
+ * nor which setting to change. Other errors are passed on unchanged.
+ */
+function listenError(listener: 'http' | 'sftp', address: string, port: number, err: unknown): unknown {
+  const why = LISTEN_ERRORS[(err as NodeJS.ErrnoException)?.code ?? ''];
+  if (!why) return err;
+  return new Error(`${listener.toUpperCase()} listener (${listener}.address ${JSON.stringify(address)}, ${listener}.port ${port}): cannot listen: ${why}`);
+}
+
 export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
   const config = await loadConfig(flags, env);
@@ -97,7 +116,22 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
         return dav && isDav(req) ? dav.handle(req, res) : handler(req, res);
       }),
   });
-  await app.listen({ host: config.http.address, port: config.http.port });
+  // A listener that cannot start stops the start, and undoes it: the store is closed (its owner
+  // marker in DATA removed) and the background work stopped, as on a graceful stop.
+  const abortStart = async () => {
+    await app.close().catch(() => undefined);
+    await loading;
+    await tasks.close();
+    await search.close();
+    await vfsCore.mounts.dropAll();
+    await store.close();
+  };
+  try {
+    await app.listen({ host: config.http.address, port: config.http.port });
+  } catch (err) {
+    await abortStart();
+    throw listenError('http', config.http.address, config.http.port, err);
+  }
   const httpAddr = app.server.address() as AddressInfo;
 
   let sftp: SftpListener | undefined;
@@ -105,11 +139,8 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
     try {
       sftp = await startSftpServer(core);
     } catch (err) {
-      await app.close();
-      await tasks.close();
-      await search.close();
-      await store.close();
-      throw err;
+      await abortStart();
+      throw listenError('sftp', config.sftp.address, config.sftp.port, err);
     }
   }
 
