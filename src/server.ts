@@ -25,6 +25,7 @@ import { createWebdavHandler, DAV_PREFIX } from '../protocols/webdav/handler.js'
 import { basePathOf, stripBasePathFromRequest } from '../protocols/rest/frontend/base-path.js';
 import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js';
 import { handleCors } from '../protocols/cors.js';
+import { continueOnRead } from '../protocols/expect-continue.js';
 
 export interface RunningServer {
   core: Core;
@@ -107,14 +108,19 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
 
   const dav = config.webdav.enable ? createWebdavHandler(core) : undefined;
   const app = await buildRestApp(core, {
-    serverFactory: (handler) =>
-      createServer((req: IncomingMessage, res: ServerResponse) => {
+    serverFactory: (handler) => {
+      const dispatch = (req: IncomingMessage, res: ServerResponse) => {
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
         stripBasePathFromRequest(req, basePath);
         if (handleCors(config.cors, req, res)) return;
         return dav && isDav(req) ? dav.handle(req, res) : handler(req, res);
-      }),
+      };
+      return createServer(dispatch).on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+        continueOnRead(req, res);
+        return dispatch(req, res);
+      });
+    },
   });
   // A listener that cannot start stops the start, and undoes it: the store is closed (its owner
   // marker in DATA removed) and the background work stopped, as on a graceful stop.
