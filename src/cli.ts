@@ -157,6 +157,12 @@ async function main(argv: string[]): Promise<number> {
     return adminCommand(sub, rest, flags); // never creates DATA, config.json or store.json
   }
   if (cmd === 'server') {
+    // `treegate server /srv/treegate` (the --data forgotten) used to ignore the path and serve a new
+    // ./data, with a new admin, wherever it was run: an argument the command does not take is refused.
+    if (sub !== undefined) {
+      console.error(`treegate: server takes no arguments, got ${JSON.stringify(sub)}${sub.includes('/') ? ` (meant --data ${sub}?)` : ''}\n\n${HELP}`);
+      return 2;
+    }
     // Signals are caught before anything else, the (slow) import of the server included: whoever
     // started us may stop us at any moment, and one that comes during start-up stops the server
     // cleanly once it is up (exit 0) instead of killing it half-started.

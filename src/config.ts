@@ -187,11 +187,13 @@ function validate(cfg: FileConfig, sources: Sources): void {
 
 /** The data dir from flag > env > default, absolute. */
 export function resolveDataDir(flags: ConfigFlags, env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(flags.data ?? env.TREEGATE_DATA ?? './data');
+  // An empty TREEGATE_DATA (`TREEGATE_DATA=` in an env file) is unset, as for every other variable:
+  // resolve('') is the working directory, which was then taken as DATA, chmod'ed 0700 and filled.
+  return resolve(flags.data ?? (env.TREEGATE_DATA || './data'));
 }
 
 function dataDirSource(flags: ConfigFlags, env: NodeJS.ProcessEnv): string {
-  return flags.data !== undefined ? '--data' : env.TREEGATE_DATA !== undefined ? 'TREEGATE_DATA' : 'default ./data';
+  return flags.data !== undefined ? '--data' : env.TREEGATE_DATA ? 'TREEGATE_DATA' : 'default ./data';
 }
 
 function errnoText(e: unknown): string {
@@ -261,14 +263,18 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
   } catch (e) {
     throw new ConfigError(`data dir ${dataDir} (from ${dataSource}): cannot create it: ${errnoText(e)}`);
   }
-  if (!fileMerged.jwt_secret || fileText === undefined) {
+  // An existing file is rewritten only to save a generated secret, and none is needed when
+  // TREEGATE_JWT_SECRET gives one: a read-only config file (e.g. in /etc under ProtectSystem=strict)
+  // without jwt_secret, with the secret in the environment, was refused for a write it did not need.
+  if (fileText === undefined || (!fileMerged.jwt_secret && !merged.jwt_secret)) {
     // Persist defaults (and a secret) so the next start finds the same values.
     if (!fileMerged.jwt_secret) fileMerged.jwt_secret = randomBytes(24).toString('base64url');
     if (!merged.jwt_secret) merged.jwt_secret = fileMerged.jwt_secret;
     try {
       await new AtomicJsonFile<Json>(configFile).write({ ...fromFile, ...fileMerged });
     } catch (e) {
-      throw new ConfigError(`config file ${configFile} (from ${fileSource}): cannot write it: ${errnoText(e)}`);
+      const hint = fileText === undefined ? '' : ' (it has no jwt_secret to keep tokens valid across restarts: add one, or set TREEGATE_JWT_SECRET)';
+      throw new ConfigError(`config file ${configFile} (from ${fileSource}): cannot write it: ${errnoText(e)}${hint}`);
     }
   }
 
