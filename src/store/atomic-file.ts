@@ -35,14 +35,17 @@ export class AtomicJsonFile<T> implements Adapter<T> {
     const tmp = `${this.file}.${process.pid}.${++this.seq}.tmp`;
     const fh = await open(tmp, 'w', 0o600);
     try {
-      await fh.writeFile(text, 'utf8');
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    try {
+      try {
+        await fh.writeFile(text, 'utf8');
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
       await rename(tmp, this.file);
     } catch (e) {
+      // Whatever failed (ENOSPC or EIO while writing, or the rename), the temp file goes: it was
+      // left behind by a failed write, a partial copy of the store each time, on a disk that was
+      // full already (and a first start's config.json.<pid>.<n>.tmp was never removed by anything).
       await rm(tmp, { force: true });
       throw e;
     }

@@ -95,8 +95,10 @@ export async function liveOwner(dataDir: string): Promise<OwnerMarker | undefine
  */
 async function createExclusive(file: string, text: string): Promise<boolean> {
   const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  await writeFile(tmp, text, { mode: 0o644 });
   try {
+    // Inside the try, so a write that fails (a full disk) removes its temp file as well: nothing
+    // else ever removes a server.pid.<pid>.<uuid>.tmp.
+    await writeFile(tmp, text, { mode: 0o644 });
     await link(tmp, file);
     return true;
   } catch (e) {

@@ -1,0 +1,76 @@
+/**
+ * DATA on a disk that fills up (a NAS's system volume, years of logs): a write that fails must not
+ * leave its temp file behind. A failed store write left `store.json.<pid>.<n>.tmp` (a partial copy
+ * of the store, each time, on the full disk), a first start left `config.json.<pid>.<n>.tmp`, and
+ * a refused owner claim `server.pid.<pid>.<uuid>.tmp`, which nothing ever removed.
+ * Runs on a small tmpfs (root, like test/disk-full.test.ts).
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, afterEach, expect, it } from 'vitest';
+import { JsonStore } from '../src/store/json-store.js';
+import { CLI, cliEnv } from './clients/process.js';
+
+let work: string;
+let disk: string;
+let mounted = false;
+
+beforeAll(async () => {
+  if (process.getuid?.() !== 0) throw new Error('this test mounts a tmpfs and must run as root');
+  work = await mkdtemp(join(tmpdir(), 'treegate-ops-full-'));
+  disk = join(work, 'disk');
+  await mkdir(disk);
+  const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', disk], { encoding: 'utf8' });
+  if (m.status !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
+  mounted = true;
+});
+
+afterEach(async () => {
+  for (const n of await readdir(disk)) await rm(join(disk, n), { recursive: true, force: true });
+});
+
+afterAll(async () => {
+  if (mounted) spawnSync('umount', ['-l', disk]);
+  if (work) await rm(work, { recursive: true, force: true });
+});
+
+/** Fill the disk to the last byte. */
+async function fill(): Promise<void> {
+  await writeFile(join(disk, 'filler'), Buffer.alloc(512 << 10)).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ENOSPC') throw e;
+  });
+}
+
+const temps = async (dir: string) => (await readdir(dir)).filter((n) => n.endsWith('.tmp'));
+
+it('a store write that fails for space leaves no temp file, and the next one works once there is room', async () => {
+  const data = join(disk, 'data');
+  await mkdir(data);
+  const store = await JsonStore.open(join(data, 'store.json'), { owner: true });
+  await fill();
+  await expect(store.kv.set('ns', 'k', 'x'.repeat(8192))).rejects.toThrow(/ENOSPC/);
+  expect(await temps(data)).toEqual([]);
+  await rm(join(disk, 'filler'));
+  await store.kv.set('ns', 'k', 'y');
+  await store.close();
+  expect(await temps(data)).toEqual([]);
+});
+
+it('an owner claim that fails for space leaves no temp file', async () => {
+  const data = join(disk, 'data');
+  await mkdir(data);
+  await fill();
+  await expect(JsonStore.open(join(data, 'store.json'), { owner: true })).rejects.toThrow(/ENOSPC/);
+  expect(await temps(data)).toEqual([]);
+});
+
+it('a first start on a full disk exits 1 and leaves no temp file', async () => {
+  await fill();
+  const data = join(disk, 'data');
+  const r = spawnSync(process.execPath, [CLI, 'server', '--data', data], { env: cliEnv(), encoding: 'utf8', timeout: 20_000 });
+  expect(r.status).toBe(1);
+  expect(r.stderr).toMatch(/config\.json .*cannot write it: ENOSPC/);
+  expect(await temps(data)).toEqual([]);
+});
