@@ -170,6 +170,9 @@ async function main(argv: string[]): Promise<number> {
     let onSignal = (signal: string) => void (early ??= signal);
     process.once('SIGTERM', () => onSignal('SIGTERM'));
     process.once('SIGINT', () => onSignal('SIGINT'));
+    // A hang-up (the terminal or ssh session that ran `treegate server` closed) stops it as cleanly:
+    // by default it killed the process mid-upload, with no graceful stop.
+    process.once('SIGHUP', () => onSignal('SIGHUP'));
     const { startServer } = await import('./server.js');
     const running = await startServer(flags);
     await new Promise<void>((resolve) => {

@@ -68,10 +68,10 @@ describe('first start and ready', () => {
     expect(await stop(p)).toBe(0);
   });
 
-  it('stops cleanly on SIGINT too', async () => {
+  it.each(['SIGINT', 'SIGHUP'] as const)('stops cleanly on %s too', async (signal) => {
     const p = await startServerProcess(['--data', await tempData()], cliEnv());
     procs.push(p);
-    p.child.kill('SIGINT');
+    p.child.kill(signal);
     expect(await p.exited).toBe(0);
   });
 });
