@@ -77,6 +77,11 @@ function listenError(listener: 'http' | 'sftp', address: string, port: number, e
   return new Error(`${listener.toUpperCase()} listener (${listener}.address ${JSON.stringify(address)}, ${listener}.port ${port}): cannot listen: ${why}`);
 }
 
+/** `address:port` as a URL authority: an IPv6 address in brackets (`[::1]:5244`, not `::1:5244`). */
+function hostPort(address: string, port: number): string {
+  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
+}
+
 export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
   const config = await loadConfig(flags, env);
@@ -155,14 +160,14 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   // same destination, same format.
   log.child({}, { level: 'info' }).info(
     {
-      http: `${http.address}:${http.port}`,
-      sftp: sftp ? `${sftp.address}:${sftp.port}` : 'off',
+      http: hostPort(http.address, http.port),
+      sftp: sftp ? hostPort(sftp.address, sftp.port) : 'off',
       webdav: dav ? DAV_PREFIX : 'off',
       // Whether local downloads go out by sendfile(2): says if the native addon was built.
       sendfile: sendfileAvailable,
       version: VERSION,
     },
-    `treegate ready: http://${http.address}:${http.port}` + (sftp ? ` sftp://${sftp.address}:${sftp.port}` : ''),
+    `treegate ready: http://${hostPort(http.address, http.port)}` + (sftp ? ` sftp://${hostPort(sftp.address, sftp.port)}` : ''),
   );
   log.flush(); // whoever started us waits for this line
 

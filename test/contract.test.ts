@@ -68,6 +68,16 @@ describe('first start and ready', () => {
     expect(await stop(p)).toBe(0);
   });
 
+  it('names IPv6 listeners as URLs in the ready line ([::1]:port)', async () => {
+    const p = await startServerProcess(['--data', await tempData()], cliEnv({ TREEGATE_HTTP_ADDRESS: '::1' }));
+    procs.push(p);
+    const line = p.output().split('\n').find((l) => l.includes('treegate ready:'))!;
+    expect(line).toContain(`treegate ready: http://[::1]:${p.http} sftp://[::1]:${p.sftp}`);
+    const url = /http:\/\/\S+/.exec(JSON.parse(line).msg)![0];
+    expect(await (await fetch(`${url}/ping`)).text()).toBe('pong');
+    expect(await stop(p)).toBe(0);
+  });
+
   it.each(['SIGINT', 'SIGHUP'] as const)('stops cleanly on %s too', async (signal) => {
     const p = await startServerProcess(['--data', await tempData()], cliEnv());
     procs.push(p);

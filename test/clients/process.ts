@@ -39,7 +39,7 @@ export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv,
     const timer = setTimeout(() => rej(new Error(`no ready line within ${timeoutMs} ms:\n${out}`)), timeoutMs);
     const onData = (b: Buffer) => {
       out += b.toString();
-      const m = /treegate ready: http:\/\/[^:]+:(\d+)(?: sftp:\/\/[^:]+:(\d+))?/.exec(out);
+      const m = /treegate ready: http:\/\/(?:\[[^\]]+\]|[^:]+):(\d+)(?: sftp:\/\/(?:\[[^\]]+\]|[^:]+):(\d+))?/.exec(out);
       if (m) {
         clearTimeout(timer);
         res({ http: Number(m[1]), sftp: Number(m[2] ?? 0) });
