@@ -92,7 +92,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   // The server is the store's one writer while it runs (owner marker in DATA; see store/owner.ts).
   const store = await JsonStore.open(join(config.dataDir, 'store.json'), { watch: true, owner: true, onReloadError: (err) => log.error(err.message) });
   await firstStart(store, config.dataDir, log, env);
-  store.onExternalChange(() => log.info('store reloaded after an external change'));
+  store.onExternalChange(() => log.info('store reloaded from its file (changed by another process, or a failed write undone)'));
 
   const accounts = new Accounts(store);
   store.onRequest(adminRequests(accounts, log)); // `treegate admin set|random` while we run

@@ -46,7 +46,7 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       // Whatever failed (ENOSPC or EIO while writing, or the rename), the temp file goes: it was
       // left behind by a failed write, a partial copy of the store each time, on a disk that was
       // full already (and a first start's config.json.<pid>.<n>.tmp was never removed by anything).
-      await rm(tmp, { force: true });
+      await rm(tmp, { force: true }).catch(() => undefined); // the write's own error is the one to report
       throw e;
     }
     this.lastText = text;

@@ -124,3 +124,36 @@ describe('one writer', () => {
     expect(await liveOwner(dir)).toBeUndefined();
   });
 });
+
+describe('a write that fails', () => {
+  /**
+   * Makes this process's `n`th store write fail for real: a folder stands where its temp file
+   * (`store.json.<pid>.<n>.tmp`) would be opened.
+   */
+  const failWrite = (file: string, n: number) => import('node:fs/promises').then((fs) => fs.mkdir(`${file}.${process.pid}.${n}.tmp`));
+
+  it('is not kept in memory: the change is gone, with what waited for the next write, and later writes do not save them', async () => {
+    const file = join(dir, 'store.json');
+    const s = await JsonStore.open(file); // write 1 creates the file
+    await s.users.insert(user('kept')); // write 2
+    const revision = s.users.revision();
+    let told = 0;
+    s.onExternalChange(() => told++);
+    await failWrite(file, 3);
+    const failed = s.users.insert(user('failed')); // write 3 starts at once and fails
+    // Let write 3 begin (a few microtasks, no I/O yet): this change waits for write 4.
+    for (let i = 0; i < 3; i++) await Promise.resolve();
+    const waiting = s.kv.set('ns', 'waiting', 1);
+    await expect(failed).rejects.toThrow(/EISDIR/);
+    await expect(waiting).rejects.toThrow(/not saved: the write before it failed/);
+    expect((await s.users.list()).map((u) => u.username)).toEqual(['kept']);
+    expect(await s.kv.get('ns', 'waiting')).toBeUndefined();
+    expect(s.users.revision()).not.toBe(revision);
+    expect(told).toBe(1);
+    await s.users.insert(user('later')); // write 5 works
+    await s.close();
+    const saved = JSON.parse(await readFile(file, 'utf8')) as { users: Array<{ username: string; id: number }>; kv: Record<string, unknown> };
+    expect(saved.users.map((u) => u.username)).toEqual(['kept', 'later']);
+    expect(saved.kv.ns ?? {}).toEqual({});
+  });
+});

@@ -1,7 +1,9 @@
 /**
  * The embedded store: one JSON document in DATA, loaded into memory, written through lowdb with an
  * atomic adapter. Writes are serialised and coalesced (changes made while a write is in flight go
- * out together in the next one); a mutation's promise resolves only once it is on disk.
+ * out together in the next one); a mutation's promise resolves only once it is on disk. A write that
+ * fails (a full disk) puts memory back to what the file holds, so a change whose caller got an error
+ * is not kept, listed, or saved later by someone else's write.
  */
 import { randomUUID } from 'node:crypto';
 import { lstat, readFile, readdir, rm } from 'node:fs/promises';
@@ -68,6 +70,8 @@ export class JsonStore implements Store {
   private releaseOwner: (() => Promise<void>) | undefined;
   private requestHandler: RequestHandler | undefined;
   private readonly taking = new Set<string>();
+  /** Bumped each time a failed write put memory back to the file (revert). */
+  private epoch = 0;
 
   private constructor(readonly file: string) {
     this.adapter = new AtomicJsonFile<StoreData>(file);
@@ -173,14 +177,36 @@ export class JsonStore implements Store {
   flush(): Promise<void> {
     if (this.scheduled) return this.scheduled;
     if (this.readOnly) return Promise.reject(new Error(`${this.file} is open read-only`));
-    const p = this.chain.then(() => {
+    const epoch = this.epoch;
+    const p = this.chain.then(async () => {
       this.scheduled = null;
+      // Changes made while the previous write was in flight wait for this one; when that write
+      // failed, revert took them out of memory with its own, and they fail with it.
+      if (epoch !== this.epoch) throw new Error(`${this.file}: not saved: the write before it failed`);
       this.db.data.writer = this.instanceId;
-      return this.db.write();
+      try {
+        await this.db.write();
+      } catch (e) {
+        this.revert();
+        throw e;
+      }
     });
     this.scheduled = p;
     this.chain = p.catch(() => undefined);
     return p;
+  }
+
+  /**
+   * After a failed write: memory goes back to what the file holds (the last state read or written),
+   * and what was derived from it is dropped, as after an external change. Every change since that
+   * state was written is in the failed write or waits for the next one, and each caller gets an error.
+   */
+  private revert(): void {
+    this.epoch++;
+    const text = this.adapter.lastText;
+    this.db.data = migrate(text === undefined ? emptyData() : validate(JSON.parse(text), this.file));
+    for (const c of Object.keys(this.revisions) as Collection[]) this.revisions[c]++;
+    for (const l of this.listeners) l();
   }
 
   /**

@@ -69,8 +69,8 @@ export interface Store {
   readonly kv: KvRepo;
   /**
    * Called after another process changed the store (e.g. `treegate admin set` while the server runs),
-   * once the new state is loaded. Caches derived from the store must drop their entries. Returns an
-   * unsubscribe function.
+   * once the new state is loaded, and after a failed write put the state back to the file's. Caches
+   * derived from the store must drop their entries. Returns an unsubscribe function.
    */
   onExternalChange(listener: () => void): () => void;
   /** Wait for pending writes and release files/watchers. */
