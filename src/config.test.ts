@@ -141,4 +141,12 @@ describe('accepted configuration', () => {
     expect(cfg.warnings).toEqual([`config file ${file}: unknown keys ignored (typos?): htpp, http.prot`]);
     expect(cfg.http.port).toBe(5244);
   });
+
+  it('unknown TREEGATE_* variables are a warning naming them; known ones and other variables are not', async () => {
+    const root = await temp();
+    const env = { TREEGATE_HTTP_PROT: '6000', TREEGATE_ADMIN_PASWORD: 'x', TREEGATE_HTTP_PORT: '6001', TREEGATE_ADMIN_PASSWORD: 'y', TREEGATE_SENDFILE: '0', HOME: '/root' };
+    const cfg = await loadConfig({ data: join(root, 'data') }, env);
+    expect(cfg.warnings).toEqual(['environment: unknown variables ignored (typos?): TREEGATE_ADMIN_PASWORD, TREEGATE_HTTP_PROT']);
+    expect(cfg.http.port).toBe(6001);
+  });
 });

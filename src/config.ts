@@ -72,6 +72,14 @@ const ENV: Array<[string, string[]]> = [
   ['TREEGATE_TRUSTED_PROXIES', ['trusted_proxies']],
 ];
 
+/**
+ * TREEGATE_* variables read elsewhere: the data dir (resolveDataDir), the first admin's password
+ * (bootstrap.ts), and two switches for measuring and debugging (src/vfs/socket-sendfile.ts,
+ * protocols/sftp/reused-reads.ts). Any other TREEGATE_* variable is a typo, named in a warning as
+ * unknown config keys are.
+ */
+const OTHER_ENV = new Set(['TREEGATE_DATA', 'TREEGATE_ADMIN_PASSWORD', 'TREEGATE_SENDFILE', 'TREEGATE_DEBUG_POISON_READS']);
+
 export const DEFAULT_CONFIG: FileConfig = defaults as FileConfig;
 
 /** pino's levels, plus `silent` (nothing but the ready and first-start admin lines). */
@@ -280,6 +288,11 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
 
   const cfg: Config = { ...(merged as unknown as FileConfig), dataDir, configFile };
   if (!cfg.sftp.address) cfg.sftp.address = cfg.http.address;
-  if (unknown.length) cfg.warnings = [`config file ${configFile}: unknown keys ignored (typos?): ${unknown.join(', ')}`];
+  const warnings: string[] = [];
+  if (unknown.length) warnings.push(`config file ${configFile}: unknown keys ignored (typos?): ${unknown.join(', ')}`);
+  const known = new Set([...ENV.map(([name]) => name), ...OTHER_ENV]);
+  const unknownEnv = Object.keys(env).filter((name) => name.startsWith('TREEGATE_') && !known.has(name)).sort();
+  if (unknownEnv.length) warnings.push(`environment: unknown variables ignored (typos?): ${unknownEnv.join(', ')}`);
+  if (warnings.length) cfg.warnings = warnings;
   return cfg;
 }
