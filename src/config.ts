@@ -265,11 +265,13 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
   validate(merged as unknown as FileConfig, sources);
 
   // Only now, with every value accepted, is anything created.
+  let step = 'create it';
   try {
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    step = 'make it private (mode 0700)';
     await chmod(dataDir, 0o700);
   } catch (e) {
-    throw new ConfigError(`data dir ${dataDir} (from ${dataSource}): cannot create it: ${errnoText(e)}`);
+    throw new ConfigError(`data dir ${dataDir} (from ${dataSource}): cannot ${step}: ${errnoText(e)}`);
   }
   // An existing file is rewritten only to save a generated secret, and none is needed when
   // TREEGATE_JWT_SECRET gives one: a read-only config file (e.g. in /etc under ProtectSystem=strict)

@@ -3,13 +3,16 @@
  * leave its temp file behind. A failed store write left `store.json.<pid>.<n>.tmp` (a partial copy
  * of the store, each time, on the full disk), a first start left `config.json.<pid>.<n>.tmp`, and
  * a refused owner claim `server.pid.<pid>.<uuid>.tmp`, which nothing ever removed.
- * Runs on a small tmpfs (root, like test/disk-full.test.ts).
+ * The data dir on a read-only file system, and a store file that is a folder, are refused with
+ * messages that say what is wrong with which path. Runs on a small tmpfs (root, like
+ * test/disk-full.test.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, afterEach, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
 import { JsonStore } from '../src/store/json-store.js';
 import { CLI, cliEnv } from './clients/process.js';
 
@@ -73,4 +76,22 @@ it('a first start on a full disk exits 1 and leaves no temp file', async () => {
   expect(r.status).toBe(1);
   expect(r.stderr).toMatch(/config\.json .*cannot write it: ENOSPC/);
   expect(await temps(data)).toEqual([]);
+});
+
+it('a data dir on a read-only file system is refused saying what could not be done to it', async () => {
+  const data = join(disk, 'data');
+  await mkdir(data, { mode: 0o755 });
+  const remount = (mode: 'ro' | 'rw') => spawnSync('mount', ['-o', `remount,${mode}`, disk], { encoding: 'utf8' });
+  expect(remount('ro').status).toBe(0);
+  try {
+    await expect(loadConfig({ data }, {})).rejects.toThrow(`data dir ${data} (from --data): cannot make it private (mode 0700): `);
+  } finally {
+    expect(remount('rw').status).toBe(0);
+  }
+});
+
+it('a store file that is not a file is refused naming it', async () => {
+  const data = join(disk, 'data');
+  await mkdir(join(data, 'store.json'), { recursive: true });
+  await expect(JsonStore.open(join(data, 'store.json'))).rejects.toThrow(`${join(data, 'store.json')}: cannot read it: EISDIR`);
 });

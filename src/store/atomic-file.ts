@@ -20,7 +20,8 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       text = await readFile(this.file, 'utf8');
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw e;
+      // Node's message for some codes (EISDIR) does not name the file.
+      throw Object.assign(new Error(`${this.file}: cannot read it: ${(e as Error).message}`), { code: (e as NodeJS.ErrnoException).code });
     }
     this.lastText = text;
     try {
