@@ -41,6 +41,11 @@ async function refused(env: Record<string, string>, file: unknown, parts: Array<
 }
 
 describe('refused values', () => {
+  it('site_url must be a URL or a path without .. (checked before anything is created)', async () => {
+    await refused({ TREEGATE_SITE_URL: 'http://[nas/tg' }, undefined, ['site_url (from TREEGATE_SITE_URL): not a valid URL, got "http://[nas/tg"']);
+    await refused({}, { site_url: '/tg/../x' }, [/^site_url \(from .*config\.json\): its path must not contain \.\. or backslashes/]);
+  });
+
   it('token_expires_in must be positive (tokens would be born expired)', async () => {
     await refused({ TREEGATE_TOKEN_EXPIRES_IN: '-5' }, undefined, ['token_expires_in (from TREEGATE_TOKEN_EXPIRES_IN)', 'positive']);
     await refused({ TREEGATE_TOKEN_EXPIRES_IN: '0' }, undefined, ['token_expires_in', 'positive']);

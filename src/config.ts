@@ -13,6 +13,7 @@ import { isIP } from 'node:net';
 import { resolve, join } from 'node:path';
 import pino from 'pino';
 import defaults from '../config/default.json' with { type: 'json' };
+import { basePathOf } from './site-url.js';
 import { AtomicJsonFile } from './store/atomic-file.js';
 
 /** Cross-origin browser access (AList's `cors` keys); see protocols/cors.ts. */
@@ -181,6 +182,11 @@ function validate(cfg: FileConfig, sources: Sources): void {
   if (!Number.isFinite(hours) || Math.round(hours * 3600) < 1)
     throw refuse('token_expires_in', src('token_expires_in'), `must be a positive number of hours (tokens would be born expired)${got('token_expires_in', hours)}`);
   if (hours * 3600 > 2 ** 52) throw refuse('token_expires_in', src('token_expires_in'), `must be at most 2^52 seconds in hours${got('token_expires_in', hours)}`);
+  try {
+    basePathOf(cfg.site_url);
+  } catch (e) {
+    throw refuse('site_url', src('site_url'), (e as Error).message);
+  }
   if (!LOG_LEVELS.includes(cfg.log.level))
     throw refuse('log.level', src('log.level'), `must be one of ${LOG_LEVELS.join(', ')}${got('log.level', cfg.log.level)}`);
   for (const p of cfg.trusted_proxies) {

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { makeFakeFrontend, SECRET, INDEX_HTML, type FakeFrontend } from './frontend-fixture.js';
 import { IndexPage } from '../protocols/rest/frontend/index-html.js';
-import { basePathOf, stripBasePath, stripBasePathFromRequest } from '../protocols/rest/frontend/base-path.js';
+import { stripBasePath, stripBasePathFromRequest } from '../protocols/rest/frontend/base-path.js';
+import { basePathOf } from '../src/site-url.js';
 
 interface Raw {
   status: number;

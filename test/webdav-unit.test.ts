@@ -7,7 +7,7 @@ import { DeadProps, MAX_RESOURCE_CHARS, MAX_TOTAL_CHARS } from '../protocols/web
 import { esc, parseXml, serializeContent } from '../protocols/webdav/xml.js';
 import { parseRange } from '../protocols/webdav/methods/get-put.js';
 import { parseBasic } from '../protocols/webdav/auth.js';
-import { userPathOf, hrefOf, sitePathOf } from '../protocols/webdav/request.js';
+import { userPathOf, hrefOf } from '../protocols/webdav/request.js';
 import { STATUS_BY_CODE, statusOf } from '../protocols/webdav/errors.js';
 import { VfsError } from '../src/errors.js';
 
@@ -200,8 +200,6 @@ describe('paths, ranges, auth, statuses', () => {
     expect(hrefOf('/x', false, '/tg')).toBe('/tg/dav/x');
     expect(userPathOf('https://nas/tg/dav/x%20y', '/tg')).toBe('/x y');
     expect(userPathOf('/dav/x', '/tg')).toBe('/x');
-    expect(sitePathOf('https://nas/tg/')).toBe('/tg');
-    expect(sitePathOf('')).toBe('');
   });
 
   it('parses single byte ranges', () => {

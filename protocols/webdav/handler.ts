@@ -16,7 +16,7 @@ import { DeadProps } from './dead-props.js';
 import { DavError, statusOf } from './errors.js';
 import { followTree } from './follow-changes.js';
 import { LockManager } from './locks.js';
-import { clientIp, DAV_PREFIX, drain, sendStatus, sitePathOf, userPathOf, type Dav, type DavDeps } from './request.js';
+import { clientIp, DAV_PREFIX, drain, sendStatus, userPathOf, type Dav, type DavDeps } from './request.js';
 import { errorBody } from './xml.js';
 import { copyMove } from './methods/copy-move.js';
 import { get, put } from './methods/get-put.js';
@@ -25,6 +25,7 @@ import { del, mkcol } from './methods/mkcol-delete.js';
 import { options, optionsAnonymous } from './methods/options.js';
 import { propfind } from './methods/propfind.js';
 import { proppatch } from './methods/proppatch.js';
+import { basePathOf } from '../../src/site-url.js';
 
 export { DAV_PREFIX };
 
@@ -58,7 +59,7 @@ export function createWebdavHandler(core: Core): WebdavHandler {
     settings: core.settings,
     log: core.log.child({ proto: 'webdav' }),
     trustProxy: core.config.trusted_proxies?.length ? proxyaddr.compile(core.config.trusted_proxies) : undefined,
-    siteBase: sitePathOf(core.config.site_url ?? ''),
+    siteBase: basePathOf(core.config.site_url ?? ''),
     onChange: (listener) => core.vfs.onChange(listener),
   }));
 }

@@ -90,15 +90,6 @@ export function childHrefBase(userPath: string, siteBase = ''): string {
   return hrefOf(userPath, true, siteBase);
 }
 
-/** The path part of site_url without a trailing slash ('' when served at the root). */
-export function sitePathOf(siteUrl: string): string {
-  try {
-    const p = /^[a-z][a-z0-9+.-]*:\/\//i.test(siteUrl.trim()) ? new URL(siteUrl.trim()).pathname : siteUrl.trim();
-    return p.replace(/\/+$/, '');
-  } catch {
-    return '';
-  }
-}
 export const hrefSegment = encodeSeg;
 
 export function parentOf(userPath: string): string {

@@ -4,28 +4,9 @@
  *
  * The prefix is removed once, at the HTTP server's edge (src/server.ts), before a request reaches
  * WebDAV or fastify, so no route has to know about it. A request that arrives without the prefix is
- * served as it is, so a proxy that already strips the prefix works too.
+ * served as it is, so a proxy that already strips the prefix works too. The base path itself comes
+ * from src/site-url.ts (basePathOf), which the config checks at start.
  */
-import { normalize } from '../../../src/paths.js';
-
-/** The base path of a site_url, `` or `/seg[/seg…]` (kept percent-encoded, as in request URLs). */
-export function basePathOf(siteUrl: string): string {
-  let p = siteUrl.trim();
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(p)) {
-    try {
-      p = new URL(p).pathname;
-    } catch {
-      throw new Error(`site_url ${JSON.stringify(siteUrl)} is not a valid URL`);
-    }
-  }
-  let base: string;
-  try {
-    base = normalize(p);
-  } catch {
-    throw new Error(`site_url ${JSON.stringify(siteUrl)}: its path must not contain .. or backslashes`);
-  }
-  return base === '/' ? '' : base;
-}
 
 /** `url` (path + query) without the base path when it starts with it on a segment boundary. */
 export function stripBasePath(url: string, base: string): string {

@@ -14,7 +14,7 @@ import { readFile, realpath } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../../../src/core.js';
-import { basePathOf } from '../frontend/base-path.js';
+import { basePathOf } from '../../../src/site-url.js';
 import { IndexPage } from '../frontend/index-html.js';
 import { STATIC_FOLDERS, staticHandler } from '../frontend/static.js';
 import { unknownApiRoute } from '../frontend/unsupported.js';
