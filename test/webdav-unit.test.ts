@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KvRepo } from '../src/store/store.js';
 import { evaluateIf, parseIf, submittedTokens, type ResourceState } from '../protocols/webdav/if-header.js';
-import { ancestry, LockManager, LOCKS_NS, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
+import { ancestry, LockManager, LOCKS_NS, MAX_LOCKS_PER_USER, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
 import { DeadProps, MAX_RESOURCE_CHARS, MAX_TOTAL_CHARS } from '../protocols/webdav/dead-props.js';
 import { esc, parseXml, serializeContent } from '../protocols/webdav/xml.js';
 import { parseRange } from '../protocols/webdav/methods/get-put.js';
@@ -93,6 +93,21 @@ describe('locks', () => {
     await again.removeWithin('/g');
     expect(again.get(l2.token)).toBeUndefined();
     expect(again.empty).toBe(true);
+  });
+
+  it('bounds the live locks of one user (507 past MAX_LOCKS_PER_USER); expired and removed ones free their place', async () => {
+    let now = 1_000_000;
+    const m = new LockManager(memKv(), () => now);
+    const first = await m.create({ ...base, root: '/l/0', depth: '0', timeout: 10 });
+    for (let i = 1; i < MAX_LOCKS_PER_USER; i++) await m.create({ ...base, root: `/l/${i}`, depth: '0', timeout: 600 });
+    await expect(m.create({ ...base, root: '/l/over', depth: '0' })).rejects.toMatchObject({ status: 507 });
+    expect(m.get(first.token)).toBeDefined();
+    await m.create({ ...base, root: '/l/other-user', depth: '0', userId: 2 }); // others are not held back
+    now += 11_000; // the first one expired: its place is free
+    const again = await m.create({ ...base, root: '/l/again', depth: '0' });
+    await expect(m.create({ ...base, root: '/l/over', depth: '0' })).rejects.toMatchObject({ status: 507 });
+    await m.remove(again.token);
+    await m.create({ ...base, root: '/l/after-unlock', depth: '0' });
   });
 
   it('sweeps expired locks out of memory and the store, at most once a SWEEP_EVERY, when a write asks for any', async () => {

@@ -10,6 +10,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { VfsError } from '../../src/errors.js';
+import { DavError } from './errors.js';
 import { isWithin } from '../../src/paths.js';
 import type { KvRepo } from '../../src/store/store.js';
 
@@ -19,6 +20,12 @@ export const MAX_TIMEOUT_S = 24 * 3600;
 export const DEFAULT_TIMEOUT_S = 3600;
 /** How often, at most, all expired locks are swept out (ms). */
 export const SWEEP_EVERY = 60_000;
+/**
+ * Live locks one user may hold. Each is a store record, and every LOCK rewrites the store: a client
+ * (or script) locking path after path without unlocking would grow it without bound. Windows and
+ * Finder hold about one per file open for writing; past the bound a LOCK is 507.
+ */
+export const MAX_LOCKS_PER_USER = 1000;
 
 export interface LockInfo {
   token: string;
@@ -59,6 +66,8 @@ export function parseTimeout(h: string | undefined): number {
 export class LockManager {
   private readonly byToken = new Map<string, LockInfo>();
   private readonly byRoot = new Map<string, Set<string>>();
+  /** Live locks per user id (MAX_LOCKS_PER_USER). */
+  private readonly perUser = new Map<number, number>();
   private loading?: Promise<void>;
   private nextSweep = 0;
 
@@ -119,10 +128,18 @@ export class LockManager {
     return near.filter((l) => scope === 'exclusive' || l.scope === 'exclusive');
   }
 
-  /** Grant a new lock, or throw LOCKED when it conflicts with an existing one. */
+  /** Throws 507 when `userId` holds MAX_LOCKS_PER_USER live locks (LOCK checks before it creates a file). */
+  checkRoom(userId: number): void {
+    if ((this.perUser.get(userId) ?? 0) < MAX_LOCKS_PER_USER) return;
+    this.sweep(); // expired ones do not count
+    if ((this.perUser.get(userId) ?? 0) >= MAX_LOCKS_PER_USER) throw new DavError(507, `at most ${MAX_LOCKS_PER_USER} live locks per user: unlock some first`);
+  }
+
+  /** Grant a new lock, or throw LOCKED when it conflicts with an existing one (507 past the bound). */
   async create(req: Omit<LockInfo, 'token' | 'expires'>): Promise<LockInfo> {
     await this.ready();
     if (this.conflicts(req.root, req.depth, req.scope).length) throw new VfsError('LOCKED', 'the resource is locked');
+    this.checkRoom(req.userId);
     const lock: LockInfo = { ...req, token: `opaquelocktoken:${randomUUID()}`, expires: this.now() + req.timeout * 1000 };
     this.index(lock);
     await this.kv.set(LOCKS_NS, lock.token, lock);
@@ -163,13 +180,17 @@ export class LockManager {
 
   private index(l: LockInfo): void {
     this.byToken.set(l.token, l);
+    this.perUser.set(l.userId, (this.perUser.get(l.userId) ?? 0) + 1);
     let set = this.byRoot.get(l.root);
     if (!set) this.byRoot.set(l.root, (set = new Set()));
     set.add(l.token);
   }
 
   private unindex(l: LockInfo): void {
-    this.byToken.delete(l.token);
+    if (!this.byToken.delete(l.token)) return;
+    const held = (this.perUser.get(l.userId) ?? 1) - 1;
+    if (held > 0) this.perUser.set(l.userId, held);
+    else this.perUser.delete(l.userId);
     const set = this.byRoot.get(l.root);
     set?.delete(l.token);
     if (set && set.size === 0) this.byRoot.delete(l.root);

@@ -58,6 +58,8 @@ export async function lock(dav: Dav): Promise<void> {
   }
   const lockDepth = depth === '0' ? '0' : 'infinity';
   if (dav.locks.conflicts(vpath, lockDepth, scope).length) throw new DavError(423, 'the resource is locked', 'no-conflicting-lock');
+  // Before the empty file of a lock on a new name is made, so a refused LOCK leaves none behind.
+  dav.locks.checkRoom(dav.ctx.principal.userId);
   if (!existing) await vfs.put(dav.ctx, dav.path, Readable.from([]), { size: 0, overwrite: false });
   const l = await dav.locks.create({ root: vpath, depth: lockDepth, scope, owner, userId: dav.ctx.principal.userId, timeout });
   answer(dav, existing ? 200 : 201, [l], l.token);
