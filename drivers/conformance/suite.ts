@@ -16,9 +16,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type Obj } from '../types.js';
 import { chunked, codeOf, collect, failing, names, NO_ARGS, objAt, readAll, rootObj } from './helpers.js';
-import type { AccessContext } from '../../src/auth/principal.js';
-import type { VfsApi } from '../../src/vfs/types.js';
 import { ctx, makeCore, principal, storage } from '../../src/vfs/testing.js';
+
+// The VFS types as src/vfs/testing.ts hands them out (drivers import no other part of the core).
+type VfsApi = Awaited<ReturnType<typeof makeCore>>['vfs'];
+type AccessContext = ReturnType<typeof ctx>;
 
 export interface ConformanceSetup {
   options: Record<string, unknown>;
