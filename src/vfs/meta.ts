@@ -14,7 +14,7 @@
 import { safeEqual } from '../auth/passwords.js';
 import { can, type Principal } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
-import { isWithin, segments } from '../paths.js';
+import { isWithin, join, segments } from '../paths.js';
 import type { Repo } from '../store/store.js';
 import type { MetaRecord } from '../store/types.js';
 import type { DirFacts } from './types.js';
@@ -171,6 +171,27 @@ export class MetaRules {
       if ((r.hide.length && !can.seeHidden(p)) || (r.meta.password !== '' && !can.skipPassword(p))) guarded.push(path);
     }
     return { guarded, canAccess: (vpath) => !hiddenIn(rules, p, vpath) && passwordOkIn(rules, p, vpath, password) };
+  }
+
+  /**
+   * Moving or copying the folder `from` to `to` carries its whole subtree along, while rules stay at
+   * their paths: an entry below `from` that `p` may not reach (hidden, or behind a path password)
+   * could land where `p` may, and a rename of its folder would be enough to show it. Returns
+   * undefined when that cannot happen, so that most moves walk nothing: no rule that denies `p`
+   * anything decides a path below `from` (only the nearest rule at or above a folder decides its
+   * entries), or the same rule decides every path below both folders and no rule lies at or below
+   * either. Else a test for a path relative to the folder (`/a/b`): denied below `from`, allowed
+   * below `to`.
+   */
+  async exposure(p: Principal, password: string | undefined, from: string, to: string): Promise<((rel: string) => boolean) | undefined> {
+    const rules = await this.load();
+    const denies = (r: Rule | undefined) => !!r && ((r.hide.length > 0 && !can.seeHidden(p)) || (r.meta.password !== '' && !can.skipPassword(p)));
+    const deniedBelowFrom = denies(nearestIn(rules, from)) || [...rules].some(([k, r]) => isWithin(from, k) && denies(r));
+    if (!deniedBelowFrom) return undefined;
+    const inside = [...rules.keys()].some((k) => isWithin(from, k) || isWithin(to, k));
+    if (!inside && nearestIn(rules, from) === nearestIn(rules, to)) return undefined;
+    const ok = (v: string) => !hiddenIn(rules, p, v) && passwordOkIn(rules, p, v, password);
+    return (rel) => !ok(join(from, rel)) && ok(join(to, rel));
   }
 
   /** AList's CanAccess (hide, then password), made stricter on hide as described above. */

@@ -16,6 +16,7 @@ import type { Located, Vfs } from './vfs.js';
 
 export const DELETE_ROOT_MESSAGE = 'delete root folder is not allowed, please goto the manage page to delete the storage instead';
 const SUBFOLDER_MESSAGE = 'the destination folder is a subfolder of the source folder';
+export const EXPOSE_MESSAGE = 'the folder holds entries hidden from you or protected by a password';
 
 export class VfsWriter {
   constructor(private readonly vfs: Vfs) {}
@@ -99,6 +100,7 @@ export class VfsWriter {
       }
       const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
       if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
+      if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
       await this.clearTarget(dst, srcObj, opts, args);
       const d = tree.driver(src.mount);
       let result: Obj | void;
@@ -117,6 +119,29 @@ export class VfsWriter {
     } finally {
       this.vfs.release(src);
     }
+  }
+
+  /**
+   * A folder moved or copied in one driver call takes everything below it along, hidden entries and
+   * password-protected folders included, while the rules stay at their old paths (MetaRules.exposure):
+   * refuse when something this principal may not reach would become reachable at the target. The
+   * storage's own listing is walked (hidden entries included), and only when rules can differ.
+   */
+  private async refuseExposure(ctx: AccessContext, src: Located, srcObj: Obj, vd: string): Promise<void> {
+    const exposes = await this.rules.exposure(ctx.principal, ctx.password, src.vpath, vd);
+    if (!exposes) return;
+    const tree = this.vfs.tree;
+    const args = this.vfs.args(ctx);
+    const walk = async (dir: Obj, rel: string, depth: number): Promise<void> => {
+      if (depth > 64) throw new VfsError('FORBIDDEN', EXPOSE_MESSAGE, { path: src.vpath }); // too deep to check: refuse
+      for (const o of await tree.list(src.mount, dir, args)) {
+        const r = tree.childPath(rel || '/', o.name); // undefined: a name no path can reach anyway
+        if (r === undefined) continue;
+        if (exposes(r)) throw new VfsError('FORBIDDEN', EXPOSE_MESSAGE, { path: join(src.vpath, r) });
+        if (o.isDir) await walk(o, r, depth + 1);
+      }
+    };
+    await walk(srcObj, '', 0);
   }
 
   /** With overwrite, an existing file at the target is removed first; folders are never replaced. */
