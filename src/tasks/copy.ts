@@ -109,5 +109,5 @@ export async function startCopy(tasks: TaskManager, vfs: VfsApi, ctx: AccessCont
   const name = await copyName(vfs, ctx, src, dst);
   const src_storage = await pinStorage(vfs, ctx, src, undefined, 'source');
   const dst_storage = await pinStorage(vfs, ctx, parent(dst), undefined, 'destination');
-  return tasks.create('copy', creator, name, { src, dst, src_storage, dst_storage, ip: ctx.ip });
+  return tasks.create('copy', creator, name, { src, dst, src_storage, dst_storage, ip: ctx.ip }, ctx.password);
 }

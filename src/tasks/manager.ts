@@ -68,6 +68,13 @@ export class TaskManager {
   private readonly pools = new Map<TaskKind, Pool>();
   private readonly live = new Map<string, Live>();
   private readonly lastSaved = new Map<string, number>();
+  /**
+   * The meta path password a task was created with (an upload with a `Password` header), by task id.
+   * The VFS checks the password again when the task runs, so the task must act with it as the
+   * request did. Kept in memory only, never in the store: a task resumed after a restart runs
+   * without it and fails on a protected path, as a request without the password would.
+   */
+  private readonly passwords = new Map<string, string>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly writes = new Set<Promise<void>>();
   private closed = false;
@@ -140,7 +147,7 @@ export class TaskManager {
   }
 
   /** Create a task, persist it and queue it. The returned info is the state at creation (pending). */
-  async create(kind: TaskKind, creator: Creator, name: string, args: Record<string, unknown>): Promise<TaskInfo> {
+  async create(kind: TaskKind, creator: Creator, name: string, args: Record<string, unknown>, password?: string): Promise<TaskInfo> {
     if (this.closed) throw new Error('task manager is stopped');
     const rec: TaskRecord = {
       id: taskId(), kind, name, creator: creator.username, creator_id: creator.id, creator_role: creator.role,
@@ -148,6 +155,7 @@ export class TaskManager {
       total_bytes: typeof args.size === 'number' ? args.size : 0, error: '', retry_count: 0, args,
     };
     this.tasks.set(rec.id, rec);
+    if (password) this.passwords.set(rec.id, password);
     this.link(rec);
     const info = toInfo(rec);
     await this.save(rec);
@@ -229,6 +237,7 @@ export class TaskManager {
       this.tasks.delete(id);
       this.unlink(rec);
       this.lastSaved.delete(id);
+      this.passwords.delete(id);
       gone.push(id);
     }
     await Promise.all(gone.map((id) => this.track(this.opts.store.tasks.delete(id).then(() => undefined))));
@@ -355,11 +364,12 @@ export class TaskManager {
   private handle(rec: TaskRecord, user: UserRecord, signal: AbortSignal): TaskHandle {
     const ip = typeof rec.args.ip === 'string' ? rec.args.ip : '';
     const creator: Creator = { id: user.id, username: user.username, role: user.role };
+    const password = this.passwords.get(rec.id);
     return {
       id: rec.id,
       kind: rec.kind as TaskKind,
       args: rec.args,
-      ctx: { principal: principalOf(user), protocol: 'internal', ip, signal },
+      ctx: { principal: principalOf(user), protocol: 'internal', ip, signal, ...(password ? { password } : {}) },
       signal,
       setStatus: (status) => {
         if (rec.status === status) return;
@@ -381,7 +391,7 @@ export class TaskManager {
       spawn: async (kind, name, args) => {
         // A cancel that came while this task was spawning must not be outlived by new children.
         signal.throwIfAborted();
-        return (await this.create(kind, creator, name, { ...args, ip, parent: rec.id })).id;
+        return (await this.create(kind, creator, name, { ...args, ip, parent: rec.id }, password)).id;
       },
       children: () => this.childrenOf(rec.id).map((r) => structuredClone(r)),
     };

@@ -96,6 +96,6 @@ export class Uploads {
     return this.tasks.create('upload', { id: p.userId, username: p.username, role: p.role }, name, {
       path: req.path, storage: { id: storage.id, mount: storage.mountPath }, tmp, size, modified: req.modified?.toISOString(), overwrite: req.overwrite !== false,
       hashes: req.hashes, ip: ctx.ip,
-    });
+    }, ctx.password); // the put runs later and checks the path password again
   }
 }

@@ -126,7 +126,7 @@ export class Offline {
       const args = {
         url: url.href, dst: req.path, storage: { id: storage.id, mount: storage.mountPath }, tool: tool.name, delete_policy: req.delete_policy, ip: ctx.ip,
       };
-      out.push(await this.tasks.create('offline_download', creator, `download ${url.href} to (${dstFull})`, args));
+      out.push(await this.tasks.create('offline_download', creator, `download ${url.href} to (${dstFull})`, args, ctx.password));
     }
     return out;
   }
