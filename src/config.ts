@@ -26,7 +26,7 @@ export interface CorsConfig {
 export interface Config {
   dataDir: string;
   configFile: string;
-  http: { address: string; port: number };
+  http: { address: string; port: number; idle_timeout: number };
   sftp: { enable: boolean; address: string; port: number; idle_timeout: number };
   webdav: { enable: boolean };
   token_expires_in: number;

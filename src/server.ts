@@ -27,6 +27,7 @@ import { basePathOf } from './site-url.js';
 import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js';
 import { handleCors } from '../protocols/cors.js';
 import { continueOnRead } from '../protocols/expect-continue.js';
+import { limitIdleClients, trackRequest } from '../protocols/http-idle.js';
 
 export interface RunningServer {
   core: Core;
@@ -116,16 +117,23 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const app = await buildRestApp(core, {
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
+        trackRequest(req, res); // for the idle limit below
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
         stripBasePathFromRequest(req, basePath);
         if (handleCors(config.cors, req, res)) return;
         return dav && isDav(req) ? dav.handle(req, res) : handler(req, res);
       };
-      return createServer(dispatch).on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      const server = createServer(dispatch).on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
         continueOnRead(req, res);
         return dispatch(req, res);
       });
+      // No cap on a whole request (Node's 5 min cut off long uploads); a body that stalls for
+      // http.idle_timeout is cut off instead (protocols/http-idle.ts).
+      limitIdleClients(server, Math.max(1, config.http.idle_timeout) * 1000, (req) =>
+        log.info({ method: req.method, path: req.url?.split('?')[0] }, `request body stalled for ${config.http.idle_timeout} s: connection closed`),
+      );
+      return server;
     },
   });
   // A listener that cannot start stops the start, and undoes it: the store is closed (its owner
