@@ -60,6 +60,19 @@ function isDav(req: IncomingMessage): boolean {
   return req.method === 'OPTIONS' && url === '/' && req.headers.origin === undefined;
 }
 
+/**
+ * A request target in absolute-form (`GET http://host/dav/x HTTP/1.1`) as origin-form (`/dav/x`).
+ * RFC 9112 §3.2.2: a server must accept it, and everything after dispatch matches on the path:
+ * WebDAV was not recognised (fastify answered 404), base_path was not stripped, and /d and /p read
+ * the file path out of the raw URL (a valid sign was refused).
+ */
+export function originForm(url: string): string {
+  const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#]*/i.exec(url);
+  if (!m) return url; // origin-form, or `*` (OPTIONS *)
+  const rest = url.slice(m[0].length);
+  return rest.startsWith('/') ? rest : '/' + rest;
+}
+
 const LISTEN_ERRORS: Record<string, string> = {
   EADDRINUSE: 'the port is already in use (another treegate or service?)',
   EADDRNOTAVAIL: 'the address is not one of this machine\'s',
@@ -118,6 +131,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
         trackRequest(req, res); // for the idle limit below
+        if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
         stripBasePathFromRequest(req, basePath);
