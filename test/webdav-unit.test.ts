@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { KvRepo } from '../src/store/store.js';
 import { evaluateIf, parseIf, submittedTokens, type ResourceState } from '../protocols/webdav/if-header.js';
+import { MAX_NAMED_PROPS, parsePropfind } from '../protocols/webdav/methods/propfind.js';
 import { ancestry, LockManager, LOCKS_NS, MAX_LOCKS_PER_USER, MAX_TIMEOUT_S, parseTimeout } from '../protocols/webdav/locks.js';
 import { DeadProps, MAX_RESOURCE_CHARS, MAX_TOTAL_CHARS } from '../protocols/webdav/dead-props.js';
 import { esc, parseXml, serializeContent } from '../protocols/webdav/xml.js';
@@ -215,6 +216,16 @@ describe('paths, ranges, auth, statuses', () => {
     expect(hrefOf('/x', false, '/tg')).toBe('/tg/dav/x');
     expect(userPathOf('https://nas/tg/dav/x%20y', '/tg')).toBe('/x y');
     expect(userPathOf('/dav/x', '/tg')).toBe('/x');
+  });
+
+  it('PROPFIND answers each named property once, and refuses more than MAX_NAMED_PROPS distinct names', () => {
+    const body = (props: string) => `<?xml version="1.0"?><D:propfind xmlns:D="DAV:" xmlns:Z="urn:z"><D:prop>${props}</D:prop></D:propfind>`;
+    expect(parsePropfind(body('<D:getetag/><Z:x/><D:getetag/><Z:x/>'.repeat(1000)))).toEqual({
+      kind: 'prop', names: [{ ns: 'DAV:', local: 'getetag' }, { ns: 'urn:z', local: 'x' }],
+    });
+    const many = (n: number) => body(Array.from({ length: n }, (_, i) => `<Z:p${i}/>`).join(''));
+    expect(parsePropfind(many(MAX_NAMED_PROPS))).toMatchObject({ kind: 'prop' });
+    expect(() => parsePropfind(many(MAX_NAMED_PROPS + 1))).toThrow(expect.objectContaining({ status: 400 }));
   });
 
   it('parses single byte ranges', () => {
