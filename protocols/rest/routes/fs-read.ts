@@ -1,7 +1,8 @@
 /**
- * Reading the tree over REST (alist-compat §9): fs/list, fs/get, fs/dirs (fs/search: ./search.ts). Every access
- * decision (hide, path password, base path, refresh needing write) is the VFS's; this file only
- * shapes AList's answers. Registered for GET and POST like AList's `any` routes.
+ * Reading the tree over REST (alist-compat §9): fs/list, fs/get, fs/dirs, fs/link (fs/search:
+ * ./search.ts). Every access decision (hide, path password, base path, refresh needing write) is
+ * the VFS's; this file only shapes AList's answers. list/get/dirs are registered for GET and POST
+ * like AList's `any` routes; fs/link is POST only, as in AList.
  */
 import type { FastifyRequest } from 'fastify';
 import type { Core } from '../../../src/core.js';
@@ -16,6 +17,8 @@ import { ApiError, ok } from '../envelope.js';
 import { apiUrl, formatTime, nameMapper, toObjResp } from '../entry.js';
 import { bool, downProxy, fields, int, mustProxy, paginate, signIf, signRequired, str } from '../fs-common.js';
 import { LINK_PRINCIPAL } from './download.js';
+import { requireAdmin } from '../auth.js';
+import { signPath } from '../../../src/sign.js';
 
 const ANY = ['GET', 'POST'] as const;
 
@@ -123,6 +126,28 @@ const routes: RoutePlugin = async (app, { core }) => {
       const l = await core.vfs.list(ctx, str(f, 'path') || '/');
       return ok(l.entries.filter((e) => e.isDir).map((e) => ({ name: e.name, modified: formatTime(e.modified) })));
     },
+  });
+
+  /**
+   * POST /api/fs/link (AList server/handles/fsmanage.go `Link`, admin only): the real link of a file
+   * for proxy programs, as AList's model.Link `{url, header}`. The path is the full tree path, never
+   * joined to a base path. A file served by this server (only_local, or a driver without a URL
+   * link) gets `<api_url>/p<path>?d&sign=<sign>`: always signed, and `d` makes /p stream rather
+   * than redirect to down_proxy_url. Otherwise the driver's URL and the headers it needs (the
+   * reason AList keeps this to admins). Unlike AList, a folder or a missing path is an error
+   * rather than a link that cannot work.
+   */
+  app.post('/api/fs/link', { preHandler: requireAdmin }, async (req) => {
+    const base = accessContext(req);
+    const ctx: AccessContext = { ...base, principal: { ...base.principal, basePath: '/' } };
+    const { entry, link, storage } = await core.vfs.link(ctx, str(fields(req), 'path') || '/');
+    if (storage.config.only_local || link.kind !== 'url') {
+      const sign = encodeURIComponent(signPath(core.settings, entry.vpath));
+      return ok({ url: `${apiUrl(req, core.config.site_url)}/p${encodePathForUrl(entry.vpath)}?d&sign=${sign}`, header: null });
+    }
+    // Go's http.Header: every value a list of strings; null when the driver needs none.
+    const headers = Object.entries(link.headers ?? {});
+    return ok({ url: link.url, header: headers.length ? Object.fromEntries(headers.map(([k, v]) => [k, [v]])) : null });
   });
 
   // /api/fs/search lives in ./search.ts (the search service's route).
