@@ -24,7 +24,7 @@ export function flag(o: Fields, field: string): boolean {
   throw new ApiError(400, `invalid request: ${field} must be a boolean`);
 }
 
-/** `{content, total}` of one page (page<1 → 1, per_page<1 → all). */
+/** `{content, total}` of one page (page<1 → 1, per_page<1 → all on page 1, later pages empty). */
 export function page<T>(items: T[], q: Fields): { content: T[]; total: number } {
   return { content: paginate(items, int(q, 'page'), int(q, 'per_page')), total: items.length };
 }

@@ -59,10 +59,14 @@ export function strArray(o: Fields, field: string): string[] {
   return v;
 }
 
-/** AList paging: page<1 → 1, per_page<1 → everything. */
+/**
+ * AList paging: page<1 → 1, per_page<1 → everything on page 1. AList turns per_page<1 into MaxInt
+ * (model.PageReq.Validate), so any later page starts past the end and is empty: a script walking
+ * pages until `content` is empty stops instead of being handed everything again on every page.
+ */
 export function paginate<T>(items: T[], page: number, perPage: number): T[] {
-  if (perPage < 1) return items;
   const p = page < 1 ? 1 : page;
+  if (perPage < 1) return p === 1 ? items : [];
   return items.slice((p - 1) * perPage, p * perPage);
 }
 

@@ -83,7 +83,7 @@ export function queryId(req: FastifyRequest, name: string, message: string): num
   return Number(s);
 }
 
-/** AList's paging: page < 1 → 1, per_page < 1 → everything. Non-integers → 400. */
+/** AList's paging: page < 1 → 1, per_page < 1 → everything (on page 1). Non-integers → 400. */
 export function paging(req: FastifyRequest): { page: number; perPage: number } {
   const read = (name: string) => {
     const s = queryString(req, name);
@@ -94,7 +94,8 @@ export function paging(req: FastifyRequest): { page: number; perPage: number } {
   return { page: Math.max(read('page'), 1), perPage: read('per_page') };
 }
 
-/** One page of `items` per AList's paging rules. */
+/** One page of `items` per AList's paging rules (per_page<1: everything on page 1, later pages empty; see fs-common paginate). */
 export function pageOf<T>(items: T[], p: { page: number; perPage: number }): T[] {
-  return p.perPage < 1 ? items : items.slice((p.page - 1) * p.perPage, p.page * p.perPage);
+  if (p.perPage < 1) return p.page === 1 ? items : [];
+  return items.slice((p.page - 1) * p.perPage, p.page * p.perPage);
 }
