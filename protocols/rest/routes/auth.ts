@@ -7,6 +7,7 @@ import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
 import { bodyObject, optString, reqString } from '../input.js';
 import { currentUser, requireUser } from '../auth.js';
+import { fields } from '../fs-common.js';
 import { checkTotp, type LoginFailure } from '../../../src/auth/accounts.js';
 import { can } from '../../../src/auth/principal.js';
 import { isTotpSecret, newTotpSecret, otpauthUrl, qrDataUrl } from '../../../src/auth/totp.js';
@@ -27,7 +28,9 @@ const NO_AUTH = { config: { auth: false } } as const;
 
 const routes: RoutePlugin = async (app, { core }) => {
   const login = (hashed: boolean) => async (req: FastifyRequest) => {
-    const body = bodyObject(req);
+    // gin's ShouldBind: a POST without a body binds the query string (Go's req.Form holds it), so
+    // `POST /api/auth/login?username=..&password=..` logs in as on AList; a body wins when present.
+    const body = fields(req);
     const username = reqString(body, 'username', 'invalid request: username is required');
     const password = optString(body, 'password') ?? '';
     const otp = optString(body, 'otp_code') ?? '';
