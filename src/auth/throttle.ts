@@ -1,10 +1,11 @@
 /**
- * Login throttling per client IP, one instance shared by REST, WebDAV and SFTP (AList's rule):
- * failures accumulate; from the 6th attempt on every attempt is refused and re-arms a 5-minute
- * lock; 5 quiet minutes forget the IP; a success clears it, if it is the admin's or the failures
- * were all for the user who succeeded (see succeed).
+ * Login throttling per client IP (an IPv6 client per /64, see ipKey), one instance shared by REST,
+ * WebDAV and SFTP (AList's rule): failures accumulate; from the 6th attempt on every attempt is
+ * refused and re-arms a 5-minute lock; 5 quiet minutes forget the IP; a success clears it, if it is
+ * the admin's or the failures were all for the user who succeeded (see succeed).
  */
 import { createHash } from 'node:crypto';
+import { isIP } from 'node:net';
 
 export const MAX_FAILURES = 5;
 export const LOCK_MS = 5 * 60 * 1000;
@@ -13,9 +14,31 @@ export const LOCK_MS = 5 * 60 * 1000;
  * The counter's key for a client address. A socket listening on `::` reports an IPv4 client as
  * `::ffff:a.b.c.d` (REST and SFTP pass that on) while WebDAV strips the prefix: without one form the
  * protocols would count the same client under two keys.
+ *
+ * An IPv6 client is counted per /64 network: one host or home line holds at least a /64 and may
+ * pick any address in it, so a per-address key gave every guess a fresh counter (2^64 of them).
+ * IPv6 addresses carrying an IPv4 address (mapped, NAT64) stay per address: each is one IPv4 client.
  */
 export function ipKey(ip: string): string {
-  return ip.startsWith('::ffff:') && ip.includes('.') ? ip.slice('::ffff:'.length) : ip;
+  if (ip.startsWith('::ffff:') && ip.includes('.')) return ip.slice('::ffff:'.length);
+  return ip.includes(':') && !ip.includes('.') ? ipv6Net64(ip) : ip;
+}
+
+/** `a:b:c:d::/64` (lowercase, no leading zeros) of an IPv6 address; the input itself when it is not one. */
+function ipv6Net64(ip: string): string {
+  const addr = ip.split('%', 1)[0]!; // a zone id (fe80::1%eth0) is not part of the address
+  if (isIP(addr) !== 6) return ip;
+  const cut = addr.indexOf('::');
+  let groups: string[];
+  if (cut < 0) groups = addr.split(':');
+  else {
+    const head = cut === 0 ? [] : addr.slice(0, cut).split(':');
+    const tail = addr.slice(cut + 2) === '' ? [] : addr.slice(cut + 2).split(':');
+    groups = [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail];
+  }
+  const net = groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':');
+  // ::/64 holds no client network, only special forms (::1, IPv4 written in hex): keep those whole.
+  return net === '0:0:0:0' ? ip : `${net}::/64`;
 }
 
 export class LoginThrottle {
