@@ -64,9 +64,14 @@ export function principalOf(u: UserRecord): Principal {
 }
 
 export function checkTotp(secret: string, code: string): boolean {
-  if (!/^\d{6}$/.test(code)) return false;
-  const totp = authenticator.clone({ window: 1 });
-  return totp.check(code, secret);
+  return totpStep(secret, code) !== null;
+}
+
+/** The 30-second time step `code` is valid for (one step either side of now), or null. */
+export function totpStep(secret: string, code: string, nowMs = Date.now()): number | null {
+  if (!/^\d{6}$/.test(code)) return null;
+  const delta = authenticator.clone({ window: 1, epoch: nowMs }).checkDelta(code, secret);
+  return delta === null ? null : Math.floor(nowMs / 30_000) + delta;
 }
 
 /**
@@ -89,6 +94,12 @@ export class Accounts {
   /** Running checks of credentials not (or no longer) in `verified`: client IP + `verified` key → check. */
   private readonly checking = new Map<string, Promise<LoginResult>>();
   private readonly cacheKey = crypto.randomBytes(32).toString('hex');
+  /**
+   * Per user and 2FA secret, the last time step a code was accepted for. A code logs in once (RFC
+   * 6238 §5.2): without this, a code seen or relayed (a shoulder, a phishing page) was a second
+   * login for the rest of its 90-second window. In memory only: a restart forgets at most 90 s.
+   */
+  private readonly otpSteps = new Map<string, number>();
   /** onUsersChange listeners: holders of long-lived logins (SFTP connections). */
   private readonly usersListeners = new Set<() => void>();
 
@@ -157,7 +168,12 @@ export class Accounts {
       // out their IP. It does not clear the IP's failures either. A code given (REST sends '' when
       // absent, as AList counts it) must be right.
       if (req.otp === undefined) return { ok: false, reason: 'otp_required' };
-      if (!checkTotp(user.otp_secret, req.otp)) return fail('otp_required');
+      const step = totpStep(user.otp_secret, req.otp);
+      const spent = `${user.id} ${user.otp_secret}`;
+      // A code of a step already used (the same code again, or an older one) is refused like a wrong
+      // one. Checked and recorded in one synchronous step, so parallel logins cannot both pass.
+      if (step === null || step <= (this.otpSteps.get(spent) ?? -Infinity)) return fail('otp_required');
+      this.otpSteps.set(spent, step);
     }
     const principal = principalOf(user);
     if (user.disabled) return { ok: false, reason: 'disabled' };
