@@ -86,6 +86,11 @@ export const DEFAULT_CONFIG: FileConfig = defaults as FileConfig;
 /** pino's levels, plus `silent` (nothing but the ready and first-start admin lines). */
 export const LOG_LEVELS = [...Object.keys(pino.levels.values), 'silent'];
 
+/** The shortest jwt_secret accepted (a generated one has 32 characters). */
+const JWT_SECRET_MIN = 16;
+/** Text config/example.config.json once carried as its jwt_secret: public, so never a key. */
+const JWT_SECRET_PLACEHOLDERS = ['<generated on first start; changing it logs everyone out>'];
+
 /** Keys whose values are never echoed in an error (a database URL may carry a password). */
 const SECRET_KEYS = new Set(['jwt_secret', 'database']);
 
@@ -192,6 +197,15 @@ function validate(cfg: FileConfig, sources: Sources): void {
   for (const p of cfg.trusted_proxies) {
     if (!isProxySpec(p))
       throw refuse('trusted_proxies', src('trusted_proxies'), `${JSON.stringify(p)} is not an IP address, CIDR range, loopback, linklocal or uniquelocal`);
+  }
+  // The login tokens' HMAC key. Any token a user holds lets a short key be found offline, and the
+  // example config's placeholder is public text: either would let anyone sign an admin token. Empty
+  // means "generate one" (below). The value itself is never echoed (SECRET_KEYS).
+  if (cfg.jwt_secret !== '') {
+    if (JWT_SECRET_PLACEHOLDERS.includes(cfg.jwt_secret))
+      throw refuse('jwt_secret', src('jwt_secret'), 'is the placeholder text of the example config: set it to "" (one is generated and saved) or to a random secret');
+    if (cfg.jwt_secret.length < JWT_SECRET_MIN)
+      throw refuse('jwt_secret', src('jwt_secret'), `must be at least ${JWT_SECRET_MIN} characters`);
   }
   if (cfg.database !== '')
     throw refuse('database', src('database'), 'only the embedded file store in DATA is supported: leave it empty (the value is not shown)');
