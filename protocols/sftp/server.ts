@@ -125,7 +125,9 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     const batch = socket ? batcher(socket) : undefined;
     if (socket && !attachPacketArena(client, socket)) log.debug('ssh2 internals differ: outgoing packets use ordinary buffers');
     if (reads && !reads.attach(client)) log.debug('ssh2 internals differ: socket reads are copied');
-    const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip);
+    let closed = false;
+    client.once('close', () => (closed = true));
+    const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip, () => closed);
     const sessions = new Set<SftpSession>();
     connections.add(sessions);
     // One timer per connection: reset by auth steps and SFTP requests; an idle session is closed.
