@@ -23,6 +23,8 @@ import { taskId } from './ids.js';
 import { DONE_STATES, KIND_DEFAULTS, TASK_KINDS, TASK_STATE as S, type KindRunner, type TaskHandle, type TaskInfo, type TaskKind } from './types.js';
 
 export const INTERRUPTED = 'interrupted by a restart';
+/** Finished tasks kept by default (TaskManagerOptions.keepFinished). */
+export const KEEP_FINISHED = 1000;
 
 export interface TaskManagerOptions {
   store: Store;
@@ -35,6 +37,8 @@ export interface TaskManagerOptions {
   /** Wait before a retry; grows linearly with the attempt. */
   retryDelayMs?: number;
   progressSaveMs?: number;
+  /** How many finished tasks are kept, the most recently finished; older ones are forgotten. */
+  keepFinished?: number;
 }
 
 /** Why a running task's signal was aborted: a user's cancel, or the server stopping (resume later). */
@@ -116,6 +120,7 @@ export class TaskManager {
         await runner?.abandoned?.(rec).catch((err: unknown) => this.log.warn({ err, id: rec.id }, 'task cleanup failed'));
       }
     }
+    this.pruneFinished();
   }
 
   /** Let the workers run (server.ts calls this once the storages are loaded). */
@@ -359,6 +364,28 @@ export class TaskManager {
     }
     rec.state = state;
     await this.save(rec);
+    this.pruneFinished();
+  }
+
+  /**
+   * Forget the oldest finished tasks past `keepFinished`, once they are a tenth over it (so one
+   * clean-up covers many finishes). Every task is a record in the store, one file rewritten on each
+   * change: a server copying for years kept every finished task (1,137 after a 25-minute soak), and
+   * each LOCK or logout rewrote them all. A finished task with unfinished descendants is kept:
+   * cancel follows the tree through it.
+   */
+  private pruneFinished(): void {
+    const keep = this.opts.keepFinished ?? KEEP_FINISHED;
+    const done = [...this.tasks.values()].filter((r) => DONE_STATES.has(r.state));
+    if (done.length <= keep + Math.ceil(keep / 10)) return;
+    done.sort((a, b) => (a.end_time ?? '').localeCompare(b.end_time ?? ''));
+    const old = done.slice(0, done.length - keep).filter((r) => this.settledBelow(r.id));
+    this.removeMany(old.map((r) => r.id)).catch((err: unknown) => this.log.warn({ err }, 'forgetting old finished tasks failed'));
+  }
+
+  /** Whether every descendant of task `id` has finished. */
+  private settledBelow(id: string): boolean {
+    return this.childrenOf(id).every((c) => DONE_STATES.has(c.state) && this.settledBelow(c.id));
   }
 
   private handle(rec: TaskRecord, user: UserRecord, signal: AbortSignal): TaskHandle {

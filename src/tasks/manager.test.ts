@@ -1,0 +1,76 @@
+/**
+ * TaskManager keeps the most recently finished tasks only (keepFinished): each task is a store
+ * record, and the store is one file rewritten on every change. A finished task whose descendants
+ * still run is kept, since cancel follows the tree through it.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { Accounts } from '../auth/accounts.js';
+import { JsonStore } from '../store/json-store.js';
+import { TaskManager } from './manager.js';
+import { DONE_STATES } from './types.js';
+
+let dir: string;
+let store: JsonStore;
+let manager: TaskManager | undefined;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'tg-tasks-'));
+  store = await JsonStore.open(join(dir, 'store.json'));
+});
+afterEach(async () => {
+  await manager?.close();
+  manager = undefined;
+  await store.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Polls until `ok`, giving up after 10 s (the assertions that follow then fail with their message). */
+const until = async (ok: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 2000 && !(await ok()); i++) await new Promise((r) => setTimeout(r, 5));
+};
+
+it('forgets the oldest finished tasks past keepFinished, in memory and in the store, but not a parent whose child still runs', async () => {
+  const creator = await store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
+  manager = new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), keepFinished: 10, workers: { copy: 4 } });
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  manager.register('copy', {
+    resumable: false,
+    run: async (t) => {
+      if (t.args.spawn) await t.spawn('copy', 'child', { hold: true });
+      if (t.args.hold) await held;
+    },
+  });
+  await manager.start();
+  manager.resume();
+  const m = manager;
+  const finished = () => m.records().filter((r) => DONE_STATES.has(r.state));
+
+  const parent = await m.create('copy', creator, 'parent', { spawn: true }); // finishes first; its child waits
+  await until(() => m.records().length === 2 && DONE_STATES.has(m.get(parent.id)!.state));
+  const ids: string[] = [];
+  for (let i = 0; i < 30; i++) {
+    ids.push((await m.create('copy', creator, `t${i}`, {})).id);
+    await until(() => DONE_STATES.has(m.get(ids[i]!)?.state ?? -1));
+  }
+  await until(() => finished().length <= 11);
+  expect(finished().length).toBeLessThanOrEqual(11);
+  const kept = finished().map((r) => r.id);
+  expect(kept).toContain(parent.id); // its child still runs
+  expect(kept).toContain(ids[29]); // the newest stay
+  expect(kept).not.toContain(ids[0]);
+  await until(async () => (await store.tasks.list()).length === m.records().length);
+  expect((await store.tasks.list()).map((r) => r.id).sort()).toEqual(m.records().map((r) => r.id).sort());
+
+  release(); // the child finishes: the parent is now the oldest settled task, and goes in the next clean-up
+  for (let i = 30; i < 32; i++) {
+    ids.push((await m.create('copy', creator, `t${i}`, {})).id);
+    await until(() => DONE_STATES.has(m.get(ids[i]!)?.state ?? -1));
+  }
+  await until(() => finished().length <= 11);
+  expect(finished().map((r) => r.id)).not.toContain(parent.id);
+});
