@@ -59,6 +59,13 @@ describe('the verified-credential cache', () => {
     expect(await basic('ann', 'ann-pass')).toEqual({ ok: false, reason: 'disabled' });
   });
 
+  it('does not stand once the user has 2FA (Basic auth cannot carry a code), even without forgetCredentials', async () => {
+    const id = await addUser('ann', 'ann-pass');
+    expect(userOf(await basic('ann', 'ann-pass'))).toBe('ann');
+    await store.users.update(id, { otp_secret: 'JBSWY3DPEHPK3PXP' }); // straight to the store, as above
+    expect(userOf(await basic('ann', 'ann-pass'))).toBe('otp_required');
+  });
+
   it('drops a cached credential on a password change', async () => {
     const id = await addUser('ann', 'ann-pass');
     expect(userOf(await basic('ann', 'ann-pass'))).toBe('ann');

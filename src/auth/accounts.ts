@@ -209,7 +209,9 @@ export class Accounts {
     const usersRevision = this.store.users.revision();
     if (hit && hit.until > Date.now()) {
       const user = await this.byId(hit.result.user.id);
-      if (user && user.username === req.username && user.pwd_ts === hit.result.user.pwd_ts) {
+      // The same record as at the check (name, password generation, 2FA secret): only then does
+      // the cached answer stand. A 2FA switched on needs a code, which Basic auth cannot carry.
+      if (user && user.username === req.username && user.pwd_ts === hit.result.user.pwd_ts && user.otp_secret === hit.result.user.otp_secret) {
         const principal = principalOf(user);
         if (user.disabled) return { ok: false, reason: 'disabled' };
         if (!can.login(principal, req.protocol)) return { ok: false, reason: 'protocol_denied' };
