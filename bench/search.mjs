@@ -66,7 +66,7 @@ function pct(ts, p) {
 const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 
 const tmp = await mkdtemp(join(tmpdir(), 'tg-search-bench-'));
-try {
+bench: try {
   // ---- 1. query speed at ROWS entries ----
   const keep = process.env.SEARCH_BENCH_DB; // keep (or reuse) the generated index at this path
   const reuse = keep && (await import('node:fs')).existsSync(keep);
@@ -157,7 +157,8 @@ try {
     console.log(`  ${JSON.stringify(kw).padEnd(8)} under ${root.padEnd(24).slice(0, 24)} total ${String(total).padStart(7)}  p50 ${pct(ts, 0.5).toFixed(1)} ms`);
   }
   store.close();
-  if (process.env.SEARCH_BENCH_SKIP_BUILD) process.exit(0);
+  // break, not process.exit(): the finally below must still remove the temp dir.
+  if (process.env.SEARCH_BENCH_SKIP_BUILD) break bench;
 
   // ---- 2. build speed through the VFS ----
   const root = join(tmp, 'disk');
