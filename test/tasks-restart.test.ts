@@ -92,8 +92,11 @@ it('lists every task after a kill -9 and a restart, resumes the copy and leaves 
 
   const r = await a.api<{ tasks: TaskInfo[] }>('/api/fs/copy', { token: admin, body: { src_dir: '/', dst_dir: '/b', names: ['src'] } });
   expect(r.code, JSON.stringify(r)).toBe(200);
-  await until('a few files copied', async () => {
-    const n = (await tasksOf(a, admin, 'copy', 'done')).length;
+  // Finished states are written after the worker moves on (manager.ts finish): wait until the file
+  // holds a few, so the kill leaves both kinds behind.
+  await until('a few files copied and written', async () => {
+    const text = await readFile(join(dataDir, 'store.json'), 'utf8').catch(() => '');
+    const n = text ? (JSON.parse(text) as { tasks: TaskRecord[] }).tasks.filter((t) => t.kind === 'copy' && t.state === 2).length : 0;
     return n >= 5 ? n : undefined;
   }, 30_000, 10);
   child!.kill('SIGKILL');

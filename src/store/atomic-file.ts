@@ -14,7 +14,12 @@ export class AtomicJsonFile<T> implements Adapter<T> {
 
   constructor(readonly file: string) {}
 
-  async read(): Promise<T | null> {
+  /**
+   * The parsed file, or null when it does not exist. When its text is `known` (the text the
+   * caller holds already), null without parsing it: the store's watcher sees each of our own
+   * writes, and parsing the whole store back each time is wasted work.
+   */
+  async read(known?: string): Promise<T | null> {
     let text: string;
     try {
       text = await readFile(this.file, 'utf8');
@@ -24,6 +29,7 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       throw Object.assign(new Error(`${this.file}: cannot read it: ${(e as Error).message}`), { code: (e as NodeJS.ErrnoException).code });
     }
     this.lastText = text;
+    if (text === known) return null;
     try {
       return JSON.parse(text) as T;
     } catch (e) {

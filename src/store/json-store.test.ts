@@ -4,6 +4,7 @@ import { mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promi
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AtomicJsonFile } from './atomic-file.js';
 import { JsonStore } from './json-store.js';
 import { liveOwner } from './owner.js';
 
@@ -155,5 +156,18 @@ describe('a write that fails', () => {
     const saved = JSON.parse(await readFile(file, 'utf8')) as { users: Array<{ username: string; id: number }>; kv: Record<string, unknown> };
     expect(saved.users.map((u) => u.username)).toEqual(['kept', 'later']);
     expect(saved.kv.ns ?? {}).toEqual({});
+  });
+});
+
+describe('AtomicJsonFile.read', () => {
+  it('does not parse a text the caller holds already (the watcher seeing our own writes)', async () => {
+    const file = join(dir, 'x.json');
+    await writeFile(file, '{"torn":');
+    const f = new AtomicJsonFile<object>(file);
+    await expect(f.read()).rejects.toThrow(/not valid JSON/);
+    expect(await f.read('{"torn":')).toBeNull();
+    expect(f.lastText).toBe('{"torn":');
+    await writeFile(file, '{"a":1}');
+    expect(await f.read('{"torn":')).toEqual({ a: 1 });
   });
 });

@@ -237,7 +237,7 @@ export class JsonStore implements Store {
       const fresh = new AtomicJsonFile<StoreData>(this.file);
       let next: unknown;
       try {
-        next = await fresh.read();
+        next = await fresh.read(previous);
       } catch (e) {
         // Perhaps a partial view of a non-atomic write: look once more before calling it broken.
         if (retry) timer = setTimeout(() => void reload(false).catch(refused), 250);

@@ -17,6 +17,9 @@ import type { Creator, TaskManager } from './manager.js';
 import type { KindRunner, TaskHandle, TaskInfo } from './types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf, type StoragePin } from './where.js';
 
+/** Child tasks a folder copy creates before waiting for them to be written (one store write). */
+const SPAWN_BATCH = 100;
+
 interface CopyArgs {
   src: string;
   dst: string;
@@ -63,14 +66,19 @@ export function copyRunner(vfs: VfsApi): KindRunner {
         const started = new Set(t.children().map((c) => c.args.src));
         const srcWhere = await whereOf(vfs, ctx, src);
         const dstWhere = fmtWhere(await whereOf(vfs, ctx, dst));
+        // Children are made in batches: each spawn is a store write, and spawns started together
+        // share one (awaiting each in turn cost a whole-store write and fsync per entry).
+        const batch: Promise<string>[] = [];
         for (const e of entries) {
           if (e.virtual) continue;
           t.signal.throwIfAborted();
           const childSrc = join(src, e.name);
           if (started.has(childSrc)) continue;
           const name = `copy [${srcWhere.mount}](${join(srcWhere.inside, e.name)}) to ${dstWhere}`;
-          await t.spawn('copy', name, { src: childSrc, dst: join(dst, e.name), ...pins });
+          batch.push(t.spawn('copy', name, { src: childSrc, dst: join(dst, e.name), ...pins }));
+          if (batch.length >= SPAWN_BATCH) await Promise.all(batch.splice(0));
         }
+        await Promise.all(batch);
         t.setStatus('src object is dir, added all copy tasks of objs');
         return;
       }

@@ -74,3 +74,31 @@ it('forgets the oldest finished tasks past keepFinished, in memory and in the st
   await until(() => finished().length <= 11);
   expect(finished().map((r) => r.id)).not.toContain(parent.id);
 });
+
+it('a finished task frees its worker before its state is written, and the write still lands', async () => {
+  const creator = await store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
+  manager = new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), workers: { copy: 1 } });
+  const ran: string[] = [];
+  manager.register('copy', { resumable: false, run: async (t) => void ran.push(t.id) });
+  await manager.start();
+  manager.resume();
+  const m = manager;
+  // Hold the writes of finished states: one worker that waited for each would run one task.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const put = store.tasks.put.bind(store.tasks);
+  store.tasks.put = async (rec) => {
+    if (DONE_STATES.has(rec.state)) await held;
+    return put(rec);
+  };
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) ids.push((await m.create('copy', creator, `t${i}`, {})).id);
+  await until(() => ran.length === 3);
+  expect(ran).toEqual(ids);
+  expect((await store.tasks.list()).filter((r) => DONE_STATES.has(r.state))).toEqual([]);
+
+  release();
+  await m.close(); // waits for the writes in flight
+  manager = undefined;
+  expect((await store.tasks.list()).map((r) => r.state)).toEqual([2, 2, 2]);
+});

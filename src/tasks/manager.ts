@@ -141,9 +141,14 @@ export class TaskManager {
     return this.pools.get(kind)!.limit;
   }
 
-  /** All records (copies), in creation order. */
-  records(): TaskRecord[] {
-    return [...this.tasks.values()].map((r) => structuredClone(r));
+  /**
+   * Records (copies), in creation order; `keep` picks them before they are copied (a front end
+   * polling one kind should not copy every task of every kind each time). `keep` must not mutate.
+   */
+  records(keep: (r: Readonly<TaskRecord>) => boolean = () => true): TaskRecord[] {
+    const out: TaskRecord[] = [];
+    for (const r of this.tasks.values()) if (keep(r)) out.push(structuredClone(r));
+    return out;
   }
 
   get(id: string): TaskRecord | undefined {
@@ -363,7 +368,10 @@ export class TaskManager {
       this.log.warn({ err, id: rec.id }, 'task cleanup failed');
     }
     rec.state = state;
-    await this.save(rec);
+    // Not awaited: the worker slot is free as soon as the state is set (close() still waits for
+    // the write). Holding it for the write made a queue of small copies one store write each;
+    // released, finishes that come together share one. A finish lost to a crash is resumed.
+    this.save(rec);
     this.pruneFinished();
   }
 

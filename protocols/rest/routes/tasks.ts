@@ -27,7 +27,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   const visible = (req: FastifyRequest, kind: string) => (r: TaskRecord) =>
     r.kind === kind && (can.isAdmin(req.principal!) || r.creator_id === req.principal!.userId);
 
-  const mine = (req: FastifyRequest, kind: string) => m.records().filter(visible(req, kind));
+  const mine = (req: FastifyRequest, kind: string) => m.records(visible(req, kind));
 
   const target = (req: FastifyRequest, kind: string, id: string): TaskRecord => {
     const r = m.get(id);
