@@ -11,6 +11,7 @@ import { etagOf } from './resource.js';
 import { utf8Header } from '../header-text.js';
 import { hrefOf, parentOf, userPathOf, vpathOf, type Dav } from './request.js';
 import { esc } from './xml.js';
+import { storedPath } from './unicode-names.js';
 import type { LockInfo } from './locks.js';
 
 export interface WriteTarget {
@@ -63,8 +64,9 @@ export function ifLists(dav: Dav): IfList[] | undefined {
 
 /** Current lock tokens and ETag of the resource an If list names. */
 export async function resourceState(dav: Dav, resource: string | undefined): Promise<ResourceState> {
-  const path = resource === undefined ? dav.path : userPathOf(resource, dav.deps.siteBase);
-  if (path === undefined) return { tokens: new Set() };
+  const sent = resource === undefined ? dav.path : userPathOf(resource, dav.deps.siteBase);
+  if (sent === undefined) return { tokens: new Set() };
+  const path = resource === undefined ? sent : await storedPath(dav.deps.vfs, dav.ctx, sent); // tagged URLs from Finder: NFD
   const tokens = new Set(dav.locks.covering(vpathOf(dav, path)).map((l) => l.token));
   try {
     const e = await dav.deps.vfs.stat(dav.ctx, path);

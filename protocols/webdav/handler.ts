@@ -15,6 +15,7 @@ import { authenticate } from './auth.js';
 import { DeadProps } from './dead-props.js';
 import { DavError, statusOf } from './errors.js';
 import { followTree } from './follow-changes.js';
+import { storedPath } from './unicode-names.js';
 import { LockManager } from './locks.js';
 import { clientIp, DAV_PREFIX, drain, sendStatus, userPathOf, type Dav, type DavDeps } from './request.js';
 import { errorBody } from './xml.js';
@@ -120,7 +121,10 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       if (!fn) throw new DavError(KNOWN_ELSEWHERE.has(method) ? 405 : 501, `${method} is not supported`);
       if (!loaded) await load();
       if (follower.busy) await follower.settled(); // locks and properties reflect every change so far
-      await fn({ deps, req, res, method, path, locks, props, ctx: { principal, protocol: 'webdav', ip, signal: abort.signal }, settled: follower.settled });
+      const ctx = { principal, protocol: 'webdav' as const, ip, signal: abort.signal };
+      const asSent = path;
+      path = await storedPath(deps.vfs, ctx, path); // Finder's decomposed names (unicode-names.ts)
+      await fn({ deps, req, res, method, path, asSent, locks, props, ctx, settled: follower.settled });
     } catch (e) {
       if (abort.signal.aborted) {
         // The client went away mid-request (an upload cut off): its own doing, not a server failure.

@@ -165,6 +165,16 @@ export class LockManager {
     return true;
   }
 
+  /** Put back locks that were dropped with the resource they were on (see copy-move.ts), if still live. */
+  async restore(locks: LockInfo[]): Promise<void> {
+    await this.ready();
+    for (const l of locks) {
+      if (this.byToken.has(l.token) || l.expires <= this.now()) continue;
+      this.index(l);
+      await this.kv.set(LOCKS_NS, l.token, l);
+    }
+  }
+
   /** Drop every lock rooted at or below `vpath` (after DELETE, or the source of a MOVE). */
   async removeWithin(vpath: string): Promise<void> {
     if (this.byToken.size === 0) return;

@@ -39,8 +39,14 @@ export interface Dav {
   res: ServerResponse;
   ctx: AccessContext;
   method: string;
-  /** The request's user path, normalised (`/` is the user's root). */
+  /** The request's user path, normalised (`/` is the user's root), under its stored names. */
   path: string;
+  /**
+   * The same path as the client wrote it. It differs from `path` only in the Unicode form of names
+   * (unicode-names.ts); PROPFIND's hrefs use it, as WebDAVFS tells a folder's own response from its
+   * members' by the length of the decoded href, which must not shrink to NFC.
+   */
+  asSent: string;
   locks: LockManager;
   props: DeadProps;
   /** Resolves once locks and properties follow every tree change so far (follow-changes.ts). */

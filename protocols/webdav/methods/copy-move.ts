@@ -11,20 +11,21 @@ import { DavError } from '../errors.js';
 import { utf8Header } from '../../header-text.js';
 import { parentOf, sendStatus, userPathOf, vpathOf, type Dav } from '../request.js';
 import { requireParent, statOrUndefined } from './get-put.js';
+import { storedPath } from '../unicode-names.js';
 
-function destinationOf(dav: Dav): string {
+async function destinationOf(dav: Dav): Promise<string> {
   const h = dav.req.headers.destination;
   if (typeof h !== 'string' || h === '') throw new DavError(400, 'Destination header missing');
   // RFC 4918 §10.3: an absolute URI or an absolute path; a relative reference is a malformed header.
   if (!h.startsWith('/') && !/^[a-z][a-z0-9+.-]*:\/\//i.test(h)) throw new DavError(400, 'Destination must be absolute');
   const dst = userPathOf(utf8Header(h), dav.deps.siteBase);
   if (dst === undefined) throw new DavError(502, 'Destination is not on this WebDAV server');
-  return dst;
+  return storedPath(dav.deps.vfs, dav.ctx, dst); // Finder sends decomposed names (unicode-names.ts)
 }
 
 export async function copyMove(dav: Dav): Promise<void> {
   const move = dav.method === 'MOVE';
-  const dst = destinationOf(dav);
+  const dst = await destinationOf(dav);
   const ow = String(dav.req.headers.overwrite ?? 'T').trim().toUpperCase();
   if (ow !== 'T' && ow !== 'F') throw new DavError(400, 'bad Overwrite header');
   const depth = String(dav.req.headers.depth ?? 'infinity').trim().toLowerCase();
@@ -50,6 +51,11 @@ export async function copyMove(dav: Dav): Promise<void> {
   const vdst = vpathOf(dav, dst);
   // Files replace files in one step; anything involving a folder is removed first (RFC 4918 §9.8.4).
   const replaceInPlace = !!existing && !existing.isDir && !src.isDir;
+  // RFC 4918 §7.5: what a MOVE (or COPY) puts in place of a locked resource is under that lock. The
+  // VFS removes the old resource first, which drops its locks (follow-changes.ts): the holder (Finder,
+  // saving over a file it has open, submitted the token above) would see its refresh, writes and
+  // UNLOCK fail. So locks rooted at the destination are put back once the tree has settled.
+  const kept = existing ? dav.locks.covering(vdst).filter((l) => l.root === vdst) : [];
   // Locks and dead properties of what is removed or moved follow the tree (follow-changes.ts).
   if (existing && !replaceInPlace) await vfs.remove(dav.ctx, dst);
   if (move) {
@@ -65,6 +71,7 @@ export async function copyMove(dav: Dav): Promise<void> {
     await dav.props.copyTree(vsrc, vdst);
   }
   await dav.settled();
+  await dav.locks.restore(kept);
   sendStatus(dav.res, existing ? 204 : 201);
 }
 

@@ -85,9 +85,9 @@ export async function propfind(dav: Dav): Promise<void> {
   };
   const render = renderer(dav, want, live);
   const out = new MultiStatus(dav.res);
-  await out.add(render(self, hrefOf(dav.path, self.isDir, dav.deps.siteBase), dav.path));
+  await out.add(render(self, hrefOf(dav.asSent, self.isDir, dav.deps.siteBase), dav.path));
   if (children.length) {
-    const base = childHrefBase(dav.path, dav.deps.siteBase);
+    const base = childHrefBase(dav.asSent, dav.deps.siteBase); // the client's form (request.ts asSent)
     const parent = dav.path === '/' ? '' : dav.path;
     for (const c of children) {
       await out.add(render(c, base + hrefSegment(c.name) + (c.isDir ? '/' : ''), parent + '/' + c.name));
