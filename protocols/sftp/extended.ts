@@ -33,13 +33,20 @@ export function readStrings(data: Buffer | undefined, count: number): { strings:
 
 const BLOCK = 4096;
 
-/** statvfs@openssh.com reply body: 11 uint64 (bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid, flag, namemax). */
+/**
+ * statvfs@openssh.com reply body: 11 uint64 (bsize, frsize, blocks, bfree, bavail, files, ffree, favail, fsid, flag, namemax).
+ * `free` is what the user may still write (bavail); bfree is total - used, which also counts blocks
+ * reserved for root: clients take used = blocks - bfree (rclone about, sftp's df), so bfree = bavail
+ * would report the reserved space as used (on a 5%-reserved ext4 disk, 5% of it).
+ */
 export function statvfsReply(u: { total?: number; free?: number; used?: number }): Buffer[] {
   const total = u.total ?? (u.used !== undefined && u.free !== undefined ? u.used + u.free : 0);
   const free = u.free ?? (u.used !== undefined && total ? Math.max(0, total - u.used) : 0);
+  const unused = u.used !== undefined && total ? Math.max(0, total - u.used) : free;
   const blocks = Math.ceil(total / BLOCK);
-  const bfree = Math.floor(free / BLOCK);
-  return [u64(BLOCK), u64(BLOCK), u64(blocks), u64(bfree), u64(bfree), u64(0), u64(0), u64(0), u64(0), u64(0), u64(255)];
+  const bavail = Math.floor(free / BLOCK);
+  const bfree = Math.max(bavail, Math.floor(unused / BLOCK));
+  return [u64(BLOCK), u64(BLOCK), u64(blocks), u64(bfree), u64(bavail), u64(0), u64(0), u64(0), u64(0), u64(0), u64(255)];
 }
 
 export interface ExtendedOps {
