@@ -9,7 +9,7 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestServer } from './harness.js';
+import { ADMIN_PASSWORD, type TestServer } from './harness.js';
 import { list, names, ok, putFile, startRestServer } from './fs-helpers.js';
 import { addLocalStorage, settle, until } from './tasks-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
@@ -97,6 +97,21 @@ describe('a folder through every remote driver', () => {
     expect(res.status).toBe(200);
     expect(sha(Buffer.from(await res.arrayBuffer()))).toBe(ORIGINAL['big.bin']);
   }, 240_000);
+});
+
+describe('WebDAV PUT with X-OC-Mtime onto remote storages', () => {
+  it('answers "X-OC-MTime: accepted" only where the mtime was kept (SFTP, FTP with MFMT), not where it cannot be set (WebDAV, S3)', async () => {
+    const auth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
+    const put = async (mount: string) => {
+      const r = await fetch(`${ts.url}/dav${mount}/mtime.txt`, { method: 'PUT', headers: { authorization: auth, 'x-oc-mtime': '1600000000' }, body: 'kept?' });
+      const got = await ts.api<{ modified: string }>('/api/fs/get', { token: admin, body: { path: `${mount}/mtime.txt` } });
+      return { status: r.status, header: r.headers.get('x-oc-mtime'), kept: new Date(got.data!.modified).getTime() === 1600000000_000 };
+    };
+    expect(await put('/sftp')).toEqual({ status: 201, header: 'accepted', kept: true });
+    expect(await put('/ftp')).toEqual({ status: 201, header: 'accepted', kept: true });
+    expect(await put('/dav')).toEqual({ status: 201, header: null, kept: false });
+    expect(await put('/s3')).toEqual({ status: 201, header: null, kept: false });
+  });
 });
 
 describe('init failures and unreachable remotes', () => {

@@ -171,6 +171,7 @@ export class FtpDriver implements Driver {
     const remote = this.remote(path);
     const tmp = this.remote(join(dstDir.path, tempName(args.name)));
     const count = counter(args.size, args.onProgress);
+    let kept = false;
     try {
       await this.session.run(async (c) => {
         if (await isDir(c, remote)) throw new VfsError('IS_A_DIR', undefined, { path });
@@ -188,13 +189,15 @@ export class FtpDriver implements Driver {
           stream.destroy();
           throw e;
         }
-        if (args.modified) await this.setTime(c, remote, args.modified).catch(() => undefined);
+        // A server without MFMT keeps the upload time: the object returned says so (WebDAV's
+        // X-OC-MTime: accepted is sent only when the mtime was kept).
+        if (args.modified) kept = await this.setTime(c, remote, args.modified).then(() => true, () => false);
       }, { signal: args.signal, path });
     } catch (e) {
       if (!(e instanceof VfsError && e.code === 'IS_A_DIR')) await this.discard(tmp);
       throw count.errored instanceof VfsError ? count.errored : e;
     }
-    return { name: args.name, path, size: count.bytes, isDir: false, modified: args.modified ?? new Date() };
+    return { name: args.name, path, size: count.bytes, isDir: false, modified: kept && args.modified ? args.modified : new Date() };
   }
 
   /**

@@ -56,7 +56,10 @@ async function policyRedirect(dav: Dav, e: Entry): Promise<string | undefined> {
   return undefined;
 }
 
-export async function get(dav: Dav): Promise<void> {
+/** Times GET starts over when the file changed between its stat and its read. */
+const GET_TRIES = 3;
+
+export async function get(dav: Dav, tries = GET_TRIES): Promise<void> {
   const head = dav.method === 'HEAD';
   const e = await dav.deps.vfs.stat(dav.ctx, dav.path);
   if (e.isDir) {
@@ -85,6 +88,13 @@ export async function get(dav: Dav): Promise<void> {
   if (location) return sendStatus(dav.res, 302, { Location: location });
 
   const r = await dav.deps.vfs.read(dav.ctx, dav.path, range);
+  // Replaced since the stat (an upload renamed another file over it): the validators and the range
+  // were worked out for the old file, so start over with the new one.
+  if (r.entry.size !== e.size || r.entry.modified.getTime() !== e.modified.getTime()) {
+    r.stream.destroy();
+    if (tries <= 1) throw new VfsError('UPSTREAM', 'the file changed while it was being read');
+    return get(dav, tries - 1);
+  }
   if (r.start === 0 && r.end === r.entry.size - 1) range = undefined;
   if (range) headers['Content-Range'] = `bytes ${r.start}-${r.end}/${r.entry.size}`;
   dav.res.writeHead(range ? 206 : 200, { ...headers, 'Content-Length': Math.max(0, r.end - r.start + 1) });
@@ -145,6 +155,8 @@ export async function put(dav: Dav): Promise<void> {
     throw e;
   });
   const headers: Record<string, string> = { ETag: etagOf(entry) };
-  if (mtime) headers['X-OC-MTime'] = 'accepted';
+  // Only when the storage kept it (an upstream WebDAV or S3 cannot set an mtime; put returns what
+  // was stored): ownCloud-style clients take "accepted" as done and would not set it otherwise.
+  if (mtime && Math.abs(entry.modified.getTime() - mtime.getTime()) < 1000) headers['X-OC-MTime'] = 'accepted';
   sendStatus(dav.res, existed ? 204 : 201, headers);
 }
