@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticator } from 'otplib';
+import ssh2 from 'ssh2';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { clearThrottle, createUser, startRest } from './auth-helpers.js';
 import { PERM } from './fs-helpers.js';
@@ -121,5 +122,45 @@ describe('a dual-stack listener', () => {
     } finally {
       await ds.close();
     }
+  });
+});
+
+describe('one SFTP connection trying a password by both methods', () => {
+  let ss: TestServer;
+  beforeAll(async () => {
+    ss = await startTestServer();
+  });
+  afterAll(async () => {
+    await ss?.close();
+  });
+
+  /** One connection: `password` with `first`, then keyboard-interactive answering `second`; how it ended. */
+  function bothMethods(first: string, second: string): Promise<string> {
+    return new Promise((resolve) => {
+      const c = new ssh2.Client();
+      const steps = [
+        { type: 'password', username: 'admin', password: first },
+        { type: 'keyboard-interactive', username: 'admin', prompt: (_n: string, _i: string, _l: string, _p: unknown, finish: (a: string[]) => void) => finish([second]) },
+      ];
+      c.on('error', (e) => resolve(e.message));
+      c.on('ready', () => (c.end(), resolve('logged in')));
+      c.connect({
+        host: '127.0.0.1', port: ss.sftpPort, username: 'admin', readyTimeout: 20_000,
+        authHandler: (_methods: unknown, _partial: unknown, next: (m: unknown) => void) => next(steps.shift() ?? false),
+      } as ssh2.ConnectConfig);
+    });
+  }
+  const refused = 'All configured authentication methods failed';
+
+  it('counts the same wrong password once (rclone sends it by both), and two different ones twice', async () => {
+    await ss.login();
+    expect(await bothMethods('mistyped', 'mistyped')).toBe(refused); // one failure
+    for (let i = 0; i < 4; i++) expect((await restLogin(ss, 'admin', `guess-${i}`)).code).toBe(400); // failures 2-5
+    expect((await restLogin(ss, 'admin', 'guess-4')).code).toBe(429);
+
+    ss.running.core.accounts.throttle.succeed('127.0.0.1', 'admin', true);
+    expect(await bothMethods('guess-a', 'guess-b')).toBe(refused); // two guesses, two failures
+    for (let i = 0; i < 3; i++) expect((await restLogin(ss, 'admin', `guess-${i}`)).code).toBe(400); // failures 3-5
+    expect((await restLogin(ss, 'admin', 'guess-3')).code).toBe(429);
   });
 });

@@ -8,10 +8,11 @@
  * 2FA; `keyboard-interactive` asks "Password:" and, for those users, then "Verification code:".
  * Public keys are a second factor of their own and skip TOTP, as in AList.
  */
+import { createHash } from 'node:crypto';
 import type { AuthContext, KeyboardAuthContext, PasswordAuthContext, PublicKeyAuthContext } from 'ssh2';
 import ssh2 from 'ssh2';
 import type { Logger } from 'pino';
-import type { Accounts, LoginResult } from '../../src/auth/accounts.js';
+import type { Accounts, LoginFailure, LoginResult } from '../../src/auth/accounts.js';
 import { principalOf } from '../../src/auth/accounts.js';
 import { can, type Principal } from '../../src/auth/principal.js';
 import { findKeyOwner, touchKey } from '../../src/auth/sshkeys.js';
@@ -34,6 +35,14 @@ export class SftpAuth {
   user?: UserRecord;
   /** The registered key a publickey login used: deleting it ends the connection (recheckLogin). */
   keyId?: number;
+  /**
+   * Digests of the username + password pairs this connection already failed with. Clients try one
+   * password by both methods (rclone: `password`, then `keyboard-interactive`; OpenSSH the other
+   * way round): counted twice, one mistyped password was two failures, and rclone's retries locked
+   * the IP out within a second. The same pair again is refused at once, neither checked nor
+   * counted; every different pair is a new guess and counts.
+   */
+  private readonly failed = new Map<string, LoginFailure>();
 
   /** `gone` tells whether the connection has already closed (see accept). */
   constructor(private readonly d: AuthDeps, private readonly ip: string, private readonly gone: () => boolean = () => false) {}
@@ -99,8 +108,13 @@ export class SftpAuth {
     this.accept(ctx, found.user, principal, 'publickey');
   }
 
-  private login(username: string, password: string, otp?: string): Promise<LoginResult> {
-    return this.d.accounts.authenticate({ username, password, otp, ip: this.ip, protocol: 'sftp' });
+  private async login(username: string, password: string, otp?: string): Promise<LoginResult> {
+    const pair = createHash('sha256').update(username).update('\0').update(password).digest('base64');
+    const before = this.failed.get(pair);
+    if (before) return { ok: false, reason: before };
+    const r = await this.d.accounts.authenticate({ username, password, otp, ip: this.ip, protocol: 'sftp' });
+    if (!r.ok && (r.reason === 'bad_password' || r.reason === 'no_user')) this.failed.set(pair, r.reason);
+    return r;
   }
 
   private async password(ctx: PasswordAuthContext): Promise<void> {
