@@ -13,7 +13,7 @@
  * measured at 0.2-0.3 ms per PUT on a busy 2-CPU host — so the rare stall is the cheaper side.
  * Bigger bodies are streamed, so memory stays bounded whatever the size.
  */
-import { closeSync, createWriteStream, fstatSync, futimesSync, linkSync, lstatSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeSync, type Stats, type WriteStream } from 'node:fs';
+import { closeSync, createWriteStream, fstatSync, futimesSync, linkSync, lstatSync, openSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, writeSync, type Stats, type WriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
@@ -133,6 +133,33 @@ function releaseWritten(file: WriteStream, release: (chunk: Buffer) => void): vo
     });
 }
 
+/**
+ * A second descriptor of the temp file, only to find it: the folder may be renamed or moved during
+ * the upload, taking the temp file along, and the name it was created under no longer reaches it.
+ * Linux tells where an open file is now through /proc (undefined elsewhere, or if it cannot be read).
+ */
+function locator(temp: string): number | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    return openSync(temp, 'r');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where the temp file is now: `created` unless /proc tells otherwise; undefined when it has no name left. */
+function tempNow(fd: number | undefined, created: string): string | undefined {
+  if (fd === undefined) return created;
+  let now: string;
+  try {
+    now = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return created;
+  }
+  if (now.endsWith(' (deleted)') || !nodePath.basename(now).startsWith(TEMP_PREFIX)) return undefined;
+  return now;
+}
+
 /** Stream `body` into a temp file in `dirReal`, then rename it to `target`. */
 async function writeStreamed(dirReal: string, target: string, body: Readable, args: PutArgs): Promise<Stats> {
   const temp = tempIn(dirReal);
@@ -144,26 +171,31 @@ async function writeStreamed(dirReal: string, target: string, body: Readable, ar
       cb(null, chunk);
     },
   });
-  const file = createWriteStream(temp, { flags: 'wx', highWaterMark: 1 << 20 });
+  // Created here, synchronously: the write stream owns (and closes) this descriptor, so no open of
+  // its own can create the file after a failure has removed it.
+  const file = createWriteStream(temp, { fd: openSync(temp, 'wx'), highWaterMark: 1 << 20 });
+  const where = locator(temp);
   if (args.release) releaseWritten(file, args.release);
   try {
     await pipeline(body, counter, file, { signal: args.signal });
     checkSize(args, written);
-    if (args.modified) await utimes(temp, args.modified, args.modified);
-    place(temp, target, args.noReplace);
+    const now = tempNow(where, temp) ?? temp;
+    if (args.modified) await utimes(now, args.modified, args.modified);
+    place(now, target, args.noReplace);
+    return where === undefined ? statSync(target) : fstatSync(where);
   } catch (e) {
-    // Removed at once (one unlink, synchronous: nothing can come between the failure and it, not
-    // even the process exiting), and again once the write stream has closed: one destroyed before
-    // its open had finished creates the file after that first unlink.
-    rmSync(temp, { force: true });
+    // Removed wherever it is now (synchronous: nothing can come between the failure and it, not
+    // even the process exiting); a write still under way goes to the unlinked file.
+    const now = tempNow(where, temp);
+    if (now) rmSync(now, { force: true });
     if (!file.closed) {
       file.destroy();
       await new Promise<void>((resolve) => file.once('close', () => resolve()));
-      rmSync(temp, { force: true });
     }
     throw e;
+  } finally {
+    if (where !== undefined) closeSync(where);
   }
-  return statSync(target);
 }
 
 /**

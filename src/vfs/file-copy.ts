@@ -14,20 +14,39 @@
  * Only for destinations whose write callback means "done with this chunk" (sockets, HTTP
  * responses): a Transform or PassThrough may still hold the chunk after calling back.
  */
+import { fstatSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { VfsError } from '../errors.js';
 import { FILE_HIGH_WATER_MARK } from './link.js';
 import { prematureClose, sendfileBody, sendfileSocket } from './socket-sendfile.js';
 
 /** Buffers in flight per copy: enough to keep the socket busy while the next read runs. */
 const SLOTS = 3;
 
-/** Write bytes [start, end] of the file at `path` into `dest`, then end it; on failure `dest` is destroyed (as pipeline does). */
-export async function copyFileSpan(path: string, start: number, end: number, dest: Writable, signal?: AbortSignal): Promise<void> {
+/** What the caller announced (headers are out) about the file: its size and modification time. */
+export interface Expected {
+  size: number;
+  modified: Date;
+}
+
+/**
+ * Write bytes [start, end] of the file at `path` into `dest`, then end it; on failure `dest` is
+ * destroyed (as pipeline does). With `expect`, the file opened must be the one the caller described:
+ * an upload may have renamed another file over the path since it was looked up, and its first bytes
+ * under the old Content-Length would pass for the whole file. Such a body is cut instead.
+ */
+export async function copyFileSpan(path: string, start: number, end: number, dest: Writable, signal?: AbortSignal, expect?: Expected): Promise<void> {
   const fh = await open(path, 'r');
   try {
+    if (expect) {
+      const st = fstatSync(fh.fd);
+      if (st.size !== expect.size || st.mtime.getTime() !== expect.modified.getTime()) {
+        throw new VfsError('UPSTREAM', 'the file changed while it was being read');
+      }
+    }
     const socket = sendfileSocket(dest);
     // An HTTP response on plain TCP: the kernel copies the file to the socket (socket-sendfile.ts).
     if (socket) await sendfileBody(dest as ServerResponse, socket, fh.fd, start, end - start + 1, signal);

@@ -5,6 +5,7 @@
  * see file-copy.ts). Any other link is read from a stream opened at the offset asked for and kept
  * while reads continue where the last one ended, so a sequential download is one upstream request.
  */
+import { fstatSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 
@@ -17,12 +18,31 @@ export interface PositionalReader {
 
 /** pread on a host file, opened on the first read. */
 export function fileReader(path: string): PositionalReader {
-  let fh: Promise<FileHandle> | undefined;
+  return handleReader(() => open(path, 'r'), undefined);
+}
+
+/**
+ * pread on a host file opened now, with the stats of what was opened. A reader opened by path at its
+ * first read would see whatever an upload renamed over the path in between (an SFTP client OPENs,
+ * then READs a round trip later), cut at the size the OPEN answered: neither file.
+ */
+export async function openFileReader(path: string): Promise<{ reader: PositionalReader; stats: Stats }> {
+  const fh = await open(path, 'r');
+  try {
+    return { reader: handleReader(() => Promise.resolve(fh), Promise.resolve(fh)), stats: fstatSync(fh.fd) };
+  } catch (e) {
+    await fh.close();
+    throw e;
+  }
+}
+
+function handleReader(opener: () => Promise<FileHandle>, opened: Promise<FileHandle> | undefined): PositionalReader {
+  let fh = opened;
   let closed = false;
   return {
     async read(buf, length, position) {
       if (closed) return 0;
-      const { bytesRead } = await (await (fh ??= open(path, 'r'))).read(buf, 0, Math.min(length, buf.length), position);
+      const { bytesRead } = await (await (fh ??= opener())).read(buf, 0, Math.min(length, buf.length), position);
       return bytesRead;
     },
     async close() {

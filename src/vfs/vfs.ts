@@ -7,13 +7,13 @@
 import { finished, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AccessContext } from '../auth/principal.js';
-import { VfsError } from '../errors.js';
+import { fromErrno, VfsError } from '../errors.js';
 import { basename, isRootPath, join, parent } from '../paths.js';
 import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
 import { copyFileSpan } from './file-copy.js';
 import { clampRange, fileStream, openLink } from './link.js';
-import { fileReader, streamReader, type PositionalReader } from './positional.js';
+import { openFileReader, streamReader, type PositionalReader } from './positional.js';
 import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
@@ -187,7 +187,7 @@ export class Vfs implements VfsApi {
           get stream() {
             return (stream ??= fileStream(host, span, ctx.signal));
           },
-          sendTo: (dest) => (stream ? pipeline(stream, dest) : copyFileSpan(host, span.start, span.end, dest, ctx.signal)),
+          sendTo: (dest) => (stream ? pipeline(stream, dest) : copyFileSpan(host, span.start, span.end, dest, ctx.signal, { size: obj.size, modified: obj.modified })),
         };
       }
       let stream: Readable;
@@ -210,7 +210,12 @@ export class Vfs implements VfsApi {
     const entry = this.entryOf(loc, obj);
     if (link.kind === 'file') {
       this.release(loc);
-      return { entry, reader: fileReader(link.path) };
+      // Opened now: the handle reads the file found by this lookup, described by its own stats.
+      const { reader, stats } = await openFileReader(link.path).catch((e: unknown) => {
+        throw fromErrno(e, loc.vpath);
+      });
+      const same = stats.size === entry.size && stats.mtime.getTime() === entry.modified.getTime();
+      return { entry: same ? entry : { ...entry, size: stats.size, modified: stats.mtime, hashes: undefined }, reader };
     }
     const size = link.kind === 'url' ? obj.size : link.size;
     const open = async (position: number) => {

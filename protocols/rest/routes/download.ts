@@ -17,7 +17,7 @@ import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PERM, type AccessContext, type Principal, type Role } from '../../../src/auth/principal.js';
 import type { Core } from '../../../src/core.js';
-import { isVfsError } from '../../../src/errors.js';
+import { isVfsError, VfsError } from '../../../src/errors.js';
 import { basename, encodePathForUrl, normalize } from '../../../src/paths.js';
 import { signPath, verifySign } from '../../../src/sign.js';
 import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
@@ -81,8 +81,12 @@ function abortOnClose(reply: FastifyReply): AbortSignal {
   return ac.signal;
 }
 
+/** Times serve describes the file anew when it changed between its look-up and the read. */
+const SERVE_TRIES = 3;
+
 /** Stream a file with validators and single-range support (Go's ServeContent behaviour). */
-async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: AccessContext, path: string, entry: Entry) {
+async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: AccessContext, path: string, entry: Entry, tries = SERVE_TRIES): Promise<unknown> {
+  reply.removeHeader('Content-Range');
   const size = entry.size;
   const etag = etagOf(entry.modified, size);
   reply.header('Accept-Ranges', 'bytes');
@@ -110,6 +114,13 @@ async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: 
   reply.header('Content-Length', String(Math.max(0, end - start + 1)));
   if (req.method === 'HEAD') return reply.code(status).send();
   const r = await core.vfs.read(ctx, path, plan.kind === 'partial' ? { start, end } : undefined);
+  // An upload renamed another file over the path since `entry` was looked up: the headers above
+  // describe the old one, and the new one's first bytes under them would pass for a whole file.
+  if (r.entry.size !== entry.size || r.entry.modified.getTime() !== entry.modified.getTime()) {
+    r.stream.destroy();
+    if (tries <= 1) throw new VfsError('UPSTREAM', 'the file changed while it was being read', { path });
+    return serve(core, req, reply, ctx, path, r.entry, tries - 1);
+  }
   // Written by hand rather than reply.send(stream), so local files go out through sendTo's reused
   // buffers (src/vfs/file-copy.ts). fastify still runs the onResponse hook (the request log line).
   reply.hijack();
