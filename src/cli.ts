@@ -166,17 +166,26 @@ async function main(argv: string[]): Promise<number> {
     // Signals are caught before anything else, the (slow) import of the server included: whoever
     // started us may stop us at any moment, and one that comes during start-up stops the server
     // cleanly once it is up (exit 0) instead of killing it half-started.
+    //
+    // `on`, not `once`: a signal that comes again while the stop is under way must not kill the
+    // process (with `once` the handler is gone and the default action ends it at once: no drained
+    // uploads, no flushed store, not even the buffered log lines). Ctrl-C under `npm start` sends
+    // exactly that: the terminal signals the whole process group, and npm forwards its own SIGINT
+    // to us as well. The stop is bounded (server.ts), so a repeat is simply ignored.
     let early: string | undefined;
     let onSignal = (signal: string) => void (early ??= signal);
-    process.once('SIGTERM', () => onSignal('SIGTERM'));
-    process.once('SIGINT', () => onSignal('SIGINT'));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
     // A hang-up (the terminal or ssh session that ran `treegate server` closed) stops it as cleanly:
     // by default it killed the process mid-upload, with no graceful stop.
-    process.once('SIGHUP', () => onSignal('SIGHUP'));
+    process.on('SIGHUP', () => onSignal('SIGHUP'));
     const { startServer } = await import('./server.js');
     const running = await startServer(flags);
     await new Promise<void>((resolve) => {
+      let stopping = false;
       onSignal = (signal: string) => {
+        if (stopping) return void running.core.log.info({ signal }, 'already stopping');
+        stopping = true;
         running.core.log.info({ signal }, 'stopping');
         running.close().then(resolve, (err: unknown) => {
           running.core.log.error({ err }, 'error while stopping');
