@@ -127,10 +127,14 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   void loading.then(() => search.start());
 
   const dav = config.webdav.enable ? createWebdavHandler(core) : undefined;
+  /** Answers under way: a stop makes each the last on its connection (see close). */
+  const answering = new Set<ServerResponse>();
   const app = await buildRestApp(core, {
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
         trackRequest(req, res); // for the idle limit below
+        answering.add(res);
+        res.once('close', () => answering.delete(res));
         if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
@@ -200,6 +204,9 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       const server = app.server as Server;
       const force = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
       force.unref();
+      // A keep-alive connection whose answer is under way ends with it (Connection: close): left
+      // open, it held the stop until its keep-alive timeout. Idle ones app.close() ends at once.
+      for (const res of answering) if (!res.headersSent) res.shouldKeepAlive = false;
       await Promise.allSettled([app.close(), sftp?.close(), dav?.close()]);
       clearTimeout(force);
       // Uploads the listeners cut off fail like any aborted upload and their drivers remove what

@@ -245,8 +245,10 @@ describe('contract: a signal repeated during the graceful stop', () => {
       host: '127.0.0.1', port: p.http, method: 'PUT', path: '/api/fs/put',
       headers: { authorization: token, 'file-path': '/held.txt', 'content-length': '10', expect: '100-continue' },
     });
+    let connection: string | undefined;
     const answer = new Promise<string>((res, rej) => {
       req.on('response', (r) => {
+        connection = r.headers.connection;
         let t = '';
         r.on('data', (b: Buffer) => (t += b.toString()));
         r.on('end', () => res(t));
@@ -270,6 +272,7 @@ describe('contract: a signal repeated during the graceful stop', () => {
 
     req.end('56789');
     expect(JSON.parse(await answer)).toEqual({ code: 200, message: 'success', data: null });
+    expect(connection).toBe('close'); // the last answer on its connection: a kept-alive one would hold the stop
     expect(await p.exited).toBe(0);
     expect(p.output()).toContain('treegate stopped');
     expect(await readFile(join(data, 'storage', 'held.txt'), 'utf8')).toBe('0123456789');
