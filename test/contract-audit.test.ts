@@ -313,6 +313,16 @@ describe('API: bad input gets a clear envelope (HTTP 200, a 4xx code and message
     }
   });
 
+  it('a body labelled JSON but empty: AList\'s 400 "EOF" where a body is read; routes reading the query accept it', async () => {
+    for (const ep of [...objectEndpoints, '/api/admin/setting/save', '/api/task/copy/delete_some']) {
+      expect(await call('POST', ep, ''), ep).toEqual({ code: 400, message: 'EOF', data: null });
+    }
+    expect((await call('POST', '/api/task/copy/info?tid=none', '')).message).toBe('task not found');
+    // Unlabelled, an empty body is no body: the query is read (AList's form binding).
+    const r = await fetch(ts.url + '/api/fs/list?path=/', { method: 'POST', headers: { authorization: admin } });
+    expect(((await r.json()) as { code: number }).code).toBe(200);
+  });
+
   it('a JSON array or scalar where an object is expected: 400', async () => {
     for (const ep of objectEndpoints) {
       for (const body of ['[1,2]', '"text"', '42']) {

@@ -10,7 +10,7 @@ import { accessLogger } from '../../src/log.js';
 import type { AccessContext, Principal } from '../../src/auth/principal.js';
 import type { UserRecord } from '../../src/store/types.js';
 import { errorHandler } from './envelope.js';
-import { FORM } from './input.js';
+import { EMPTY_JSON, FORM } from './input.js';
 import { registerAuth } from './auth.js';
 import authRoutes from './routes/auth.js';
 import meRoutes from './routes/me.js';
@@ -76,8 +76,11 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
   app.removeContentTypeParser(['application/json', 'text/plain']);
   app.addContentTypeParser('*', { parseAs: 'string' }, (req, body, done) => {
     const text = (body as string).trim();
-    if (text === '') return done(null, undefined);
     const type = String(req.headers['content-type'] ?? '');
+    if (text === '') {
+      if (/^application\/json\b/i.test(type)) (req as { [EMPTY_JSON]?: boolean })[EMPTY_JSON] = true; // see bodyOf
+      return done(null, undefined);
+    }
     // curl -d sends JSON labelled as a form: a body that looks like JSON is read as JSON.
     if (type.startsWith('application/x-www-form-urlencoded') && !/^[[{]/.test(text)) return done(null, { ...parseQuery(text), [FORM]: true });
     try {

@@ -8,7 +8,7 @@ import type { StorageInfo } from '../../src/vfs/types.js';
 import { signPath } from '../../src/sign.js';
 import { isVfsError } from '../../src/errors.js';
 import { ApiError } from './envelope.js';
-import { bodyObject, FORM, list, scalar, type Fields } from './input.js';
+import { bodyObject, bodyOf, FORM, list, scalar, type Fields } from './input.js';
 
 export type { Fields };
 
@@ -19,7 +19,7 @@ export type { Fields };
  * as form values do (see FORM): a repeated one counts with its first value for a scalar field.
  */
 export function fields(req: FastifyRequest): Fields {
-  if (req.body !== undefined && req.body !== null) return bodyObject(req);
+  if (bodyOf(req) !== undefined && req.body !== null) return bodyObject(req);
   const q = req.query;
   if (!q || typeof q !== 'object') return {};
   return { ...(q as Fields), [FORM]: true };

@@ -30,9 +30,22 @@ export function list(o: Fields, field: string): unknown {
 
 const invalid = (msg: string) => new ApiError(400, `invalid request: ${msg}`);
 
-/** The body as an object; an empty body is `{}`. Arrays and scalars are refused. */
+/** Marks a request labelled JSON whose body was empty (app.ts). */
+export const EMPTY_JSON = Symbol('empty JSON body');
+
+/**
+ * The parsed body of a route that reads one. A body labelled JSON but empty is AList's 400 `EOF`
+ * (gin's JSON binding reads nothing); routes taking their input from the query never call this,
+ * and accept such a request as AList does.
+ */
+export function bodyOf(req: FastifyRequest): unknown {
+  if ((req as { [EMPTY_JSON]?: boolean })[EMPTY_JSON]) throw new ApiError(400, 'EOF');
+  return req.body;
+}
+
+/** The body as an object; an empty body (but not one labelled JSON) is `{}`. Arrays and scalars are refused. */
 export function bodyObject(req: FastifyRequest): Fields {
-  const b = req.body;
+  const b = bodyOf(req);
   if (b === undefined || b === null) return {};
   if (typeof b !== 'object' || Array.isArray(b)) throw invalid('body must be a JSON object');
   return b as Fields;

@@ -11,6 +11,7 @@ import { requireAdmin } from '../auth.js';
 import { ApiError, ok } from '../envelope.js';
 import { flag, page, queryId } from '../admin-common.js';
 import { int, str, type Fields } from '../fs-common.js';
+import { bodyOf } from '../input.js';
 
 const TEXT = ['password', 'hide', 'readme', 'header'] as const;
 const FLAGS = ['p_sub', 'write', 'w_sub', 'h_sub', 'r_sub', 'header_sub'] as const;
@@ -43,13 +44,13 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.get('/api/admin/meta/get', async (req) => ok(await core.metas.get(queryId(req.query as Fields))));
 
   app.post('/api/admin/meta/create', async (req) => {
-    const { id, ...m } = metaInput(req.body);
+    const { id, ...m } = metaInput(bodyOf(req));
     await saving(() => core.metas.create(id > 0 ? { ...m, id } : m));
     return ok();
   });
 
   app.post('/api/admin/meta/update', async (req) => {
-    const m = metaInput(req.body);
+    const m = metaInput(bodyOf(req));
     await saving(() => core.metas.update(m));
     return ok();
   });

@@ -4,7 +4,7 @@
  */
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
-import { queryString } from '../input.js';
+import { bodyOf, queryString } from '../input.js';
 import { FLAG } from '../../../src/settings/catalog.js';
 import { validateSetting, type SettingItem } from '../../../src/settings/settings.js';
 import { isVfsError } from '../../../src/errors.js';
@@ -40,7 +40,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   });
 
   app.post('/api/admin/setting/save', async (req) => {
-    const body = req.body;
+    const body = bodyOf(req);
     if (!Array.isArray(body)) throw new ApiError(400, 'invalid request: body must be a JSON array of setting items');
     const values: Record<string, string> = {};
     for (const [i, raw] of body.entries()) {

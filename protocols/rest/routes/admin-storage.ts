@@ -13,6 +13,7 @@ import { ApiError, ok } from '../envelope.js';
 import { formatTime } from '../entry.js';
 import { flag, page, queryId } from '../admin-common.js';
 import { int, str, type Fields } from '../fs-common.js';
+import { bodyOf } from '../input.js';
 
 /** Service errors → 500 with the service's message (AList's code for all of them). */
 async function as500<T>(fn: () => Promise<T>, data: unknown = null): Promise<T> {
@@ -73,7 +74,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   });
 
   app.post('/api/admin/storage/create', async (req) => {
-    const { id: _ignored, ...input } = storageInput(body(req.body));
+    const { id: _ignored, ...input } = storageInput(body(bodyOf(req)));
     const given = int(req.body as Fields, 'id');
     const change = await as500(() => s.create(given > 0 ? { ...input, id: given } : input), { id: 0 });
     if (change.error) throw new ApiError(500, change.error.message, { id: change.record.id });
@@ -81,7 +82,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   });
 
   app.post('/api/admin/storage/update', async (req) => {
-    const input = storageInput(body(req.body));
+    const input = storageInput(body(bodyOf(req)));
     const change = await as500(() => s.update(input));
     if (change.error) throw new ApiError(500, change.error.message);
     return ok();

@@ -11,7 +11,7 @@ import { DONE_STATES, TASK_KINDS, TASK_STATE, type TaskInfo } from '../../../src
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
 import { formatTime } from '../entry.js';
-import { queryString } from '../input.js';
+import { bodyOf, queryString } from '../input.js';
 
 const NOT_FOUND = 'task not found';
 
@@ -36,7 +36,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   };
 
   const ids = (req: FastifyRequest): string[] => {
-    const b = req.body;
+    const b = bodyOf(req);
     if (!Array.isArray(b) || !b.every((x) => typeof x === 'string')) throw new ApiError(400, 'invalid request format');
     return b as string[];
   };
