@@ -13,6 +13,8 @@ import type { Envelope } from '../protocols/rest/envelope.js';
 import { addLocalStorage, checksums, makeFiles, settle, tasksOf, until, type Api } from './tasks-helpers.js';
 import { startFileServer, type FileServer } from './offline-helpers.js';
 import type { TaskRecord } from '../src/store/types.js';
+import { TASKS_FILE } from '../src/store/json-store.js';
+import { TaskJournal } from '../src/store/task-journal.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
@@ -69,6 +71,12 @@ function apiAt(url: string): Api {
   } as Api;
 }
 
+/** The task records on disk (the journal beside the store), as a restart will read them. */
+async function onDisk(): Promise<TaskRecord[]> {
+  const j = await TaskJournal.open(join(dataDir, TASKS_FILE), { readOnly: true });
+  return j.list();
+}
+
 it('lists every task after a kill -9 and a restart, resumes the copy and leaves the source intact', async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'treegate-kill-'));
   const port = await startChild(dataDir);
@@ -95,15 +103,14 @@ it('lists every task after a kill -9 and a restart, resumes the copy and leaves 
   // Finished states are written after the worker moves on (manager.ts finish): wait until the file
   // holds a few, so the kill leaves both kinds behind.
   await until('a few files copied and written', async () => {
-    const text = await readFile(join(dataDir, 'store.json'), 'utf8').catch(() => '');
-    const n = text ? (JSON.parse(text) as { tasks: TaskRecord[] }).tasks.filter((t) => t.kind === 'copy' && t.state === 2).length : 0;
+    const n = (await onDisk()).filter((t) => t.kind === 'copy' && t.state === 2).length;
     return n >= 5 ? n : undefined;
   }, 30_000, 10);
   child!.kill('SIGKILL');
   await new Promise((res) => (child!.exitCode !== null ? res(null) : child!.once('exit', res)));
 
   // What the dead process left on disk: the store holds both finished and unfinished tasks.
-  const stored = (JSON.parse(await readFile(join(dataDir, 'store.json'), 'utf8')) as { tasks: TaskRecord[] }).tasks;
+  const stored = await onDisk();
   expect(stored.some((t) => t.state === 2)).toBe(true);
   expect(stored.some((t) => t.state !== 2)).toBe(true);
 

@@ -12,10 +12,10 @@ import { Low } from 'lowdb';
 import { watch, type FSWatcher } from 'node:fs';
 import { VfsError } from '../errors.js';
 import { AtomicJsonFile } from './atomic-file.js';
+import { TaskJournal } from './task-journal.js';
 import { migrate, validate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
 import { claimOwner, isAlive, REQUEST_RE, resultName } from './owner.js';
 import type { KvRepo, Repo, RevocationRepo, SettingRepo, Store, TaskRepo } from './store.js';
-import type { TaskRecord } from './types.js';
 
 type Collection = 'users' | 'sshKeys' | 'metas' | 'storages';
 type Unique = { fields: string[]; message: string };
@@ -28,6 +28,9 @@ const UNIQUE: Record<Collection, Unique[]> = {
 };
 
 const clone = <T>(v: T): T => structuredClone(v);
+
+/** The task journal's file name, beside the store file. */
+export const TASKS_FILE = 'tasks.jsonl';
 
 export interface OpenOptions {
   /** Reload on changes made by other processes. */
@@ -51,7 +54,11 @@ export class JsonStore implements Store {
   readonly sshKeys;
   readonly metas;
   readonly storages;
-  readonly tasks: TaskRepo;
+  /** Tasks are in a journal of their own beside the store file (task-journal.ts), opened by open(). */
+  get tasks(): TaskRepo {
+    return this.journal;
+  }
+  private journal!: TaskJournal;
   readonly settings: SettingRepo;
   readonly revokedTokens: RevocationRepo;
   readonly kv: KvRepo;
@@ -80,7 +87,6 @@ export class JsonStore implements Store {
     this.sshKeys = this.repo('sshKeys');
     this.metas = this.repo('metas');
     this.storages = this.repo('storages');
-    this.tasks = this.taskRepo();
     this.settings = this.settingRepo();
     this.revokedTokens = this.revocationRepo();
     this.kv = this.kvRepo();
@@ -106,8 +112,17 @@ export class JsonStore implements Store {
       const before = s.db.data.schema_version;
       s.db.data = migrate(s.db.data);
       if (!s.readOnly && (before !== SCHEMA_VERSION || s.adapter.lastText === undefined)) await s.flush();
+      s.journal = await TaskJournal.open(join(dirname(file), TASKS_FILE), { readOnly: s.readOnly });
+      if (!s.readOnly && s.db.data.tasks.length) {
+        // Tasks an older version kept in the store move to the journal, written there first: a
+        // crash before the store is written imports them again, and ids already there are kept.
+        await s.journal.adopt(s.db.data.tasks);
+        s.db.data.tasks = [];
+        await s.flush();
+      }
       if (opts.watch && !s.readOnly) s.startWatching(opts.onReloadError ?? ((e) => console.error(`treegate: ${e.message}`)));
     } catch (e) {
+      await s.journal?.close();
       await s.releaseOwner?.();
       throw e;
     }
@@ -169,6 +184,7 @@ export class JsonStore implements Store {
     this.watcher?.close();
     this.requestHandler = undefined;
     await this.chain;
+    await this.journal?.close();
     await this.releaseOwner?.();
     this.releaseOwner = undefined;
   }
@@ -215,10 +231,10 @@ export class JsonStore implements Store {
    */
   private async sweepTempFiles(): Promise<void> {
     const dir = dirname(this.file);
-    const prefix = basename(this.file) + '.';
     const names = await readdir(dir).catch(() => [] as string[]);
     const stale = names.filter((n) => {
-      if (!n.startsWith(prefix) || !n.endsWith('.tmp')) return false;
+      const prefix = [basename(this.file) + '.', TASKS_FILE + '.'].find((p) => n.startsWith(p));
+      if (!prefix || !n.endsWith('.tmp')) return false;
       const pid = Number(n.slice(prefix.length).split('.')[0]);
       return pid !== process.pid && !isAlive(pid);
     });
@@ -316,32 +332,6 @@ export class JsonStore implements Store {
         return true;
       },
       revision: () => this.revisions[name],
-    };
-  }
-
-  private taskRepo(): TaskRepo {
-    const rows = () => this.db.data.tasks;
-    return {
-      list: async () => clone(rows()),
-      get: async (id) => {
-        const r = rows().find((t) => t.id === id);
-        return r && clone(r);
-      },
-      put: async (rec: TaskRecord) => {
-        const all = rows();
-        const i = all.findIndex((t) => t.id === rec.id);
-        if (i < 0) all.push(clone(rec));
-        else all[i] = clone(rec);
-        await this.flush();
-      },
-      delete: async (id) => {
-        const all = rows();
-        const i = all.findIndex((t) => t.id === id);
-        if (i < 0) return false;
-        all.splice(i, 1);
-        await this.flush();
-        return true;
-      },
     };
   }
 
