@@ -151,6 +151,17 @@ export class TaskManager {
     return out;
   }
 
+  /**
+   * What a task list shows of the records `keep` picks (TaskInfo, scalars only), in creation order.
+   * A front end polls the list every second or two; with a folder copy of 20,000 files queued,
+   * deep-copying each record (its arguments included) took about 0.2 s a poll.
+   */
+  infos(keep: (r: Readonly<TaskRecord>) => boolean): TaskInfo[] {
+    const out: TaskInfo[] = [];
+    for (const r of this.tasks.values()) if (keep(r)) out.push(toInfo(r));
+    return out;
+  }
+
   get(id: string): TaskRecord | undefined {
     const r = this.tasks.get(id);
     return r && structuredClone(r);
@@ -375,6 +386,8 @@ export class TaskManager {
     this.pruneFinished();
   }
 
+  private finishesSincePrune = 0;
+
   /**
    * Forget the oldest finished tasks past `keepFinished`, once they are a tenth over it (so one
    * clean-up covers many finishes). Every task is a record in the store, one file rewritten on each
@@ -384,6 +397,10 @@ export class TaskManager {
    */
   private pruneFinished(): void {
     const keep = this.opts.keepFinished ?? KEEP_FINISHED;
+    // Counting the finished tasks walks every task: once per tenth of `keep` finishes, not at each
+    // (with 20,000 copies queued, a walk per finish made a folder copy quadratic).
+    if (++this.finishesSincePrune < Math.ceil(keep / 10)) return;
+    this.finishesSincePrune = 0;
     const done = [...this.tasks.values()].filter((r) => DONE_STATES.has(r.state));
     if (done.length <= keep + Math.ceil(keep / 10)) return;
     done.sort((a, b) => (a.end_time ?? '').localeCompare(b.end_time ?? ''));

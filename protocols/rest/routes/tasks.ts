@@ -42,9 +42,12 @@ const routes: RoutePlugin = async (app, { core }) => {
   };
 
   const register = (g: FastifyInstance, prefix: string, kind: string) => {
-    const json = (rs: TaskRecord[]) => rs.map((r) => taskJson(toInfo(r)));
-    g.get(`${prefix}/undone`, async (req) => ok(json(mine(req, kind).filter((r) => !DONE_STATES.has(r.state)))));
-    g.get(`${prefix}/done`, async (req) => ok(json(mine(req, kind).filter((r) => DONE_STATES.has(r.state)))));
+    const listed = (req: FastifyRequest, done: boolean) => {
+      const shown = visible(req, kind);
+      return m.infos((r) => shown(r) && DONE_STATES.has(r.state) === done).map(taskJson);
+    };
+    g.get(`${prefix}/undone`, async (req) => ok(listed(req, false)));
+    g.get(`${prefix}/done`, async (req) => ok(listed(req, true)));
     g.post(`${prefix}/info`, async (req) => ok(taskJson(toInfo(target(req, kind, queryString(req, 'tid'))))));
 
     const one = (act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
