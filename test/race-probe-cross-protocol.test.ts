@@ -56,6 +56,22 @@ function http(method: string, path: string, body?: Buffer, headers: Record<strin
   });
 }
 
+/** A PUT of `body` with its first `half` bytes sent: `finish` sends the rest; `done` is "status body". */
+function halfSentPut(path: string, headers: Record<string, string>, body: Buffer, half: number): { done: Promise<string>; finish: () => void } {
+  const u = new URL(s.url);
+  const req = request({ host: u.hostname, port: u.port, method: 'PUT', path, headers: { ...headers, 'content-length': String(body.length) } });
+  const done = new Promise<string>((resolve, reject) => {
+    req.on('response', (res) => {
+      let t = '';
+      res.on('data', (c: Buffer) => (t += c.toString()));
+      res.on('end', () => resolve(`${res.statusCode} ${t}`));
+    });
+    req.on('error', reject);
+  });
+  req.write(body.subarray(0, half));
+  return { done, finish: () => req.end(body.subarray(half)) };
+}
+
 const davPut = (path: string, body: Buffer) => http('PUT', '/dav' + path, body, { authorization: BASIC });
 const davGet = (path: string) => http('GET', '/dav' + path, undefined, { authorization: BASIC });
 const restPut = (path: string, body: Buffer) =>
@@ -215,7 +231,6 @@ describe('uploads racing uploads', () => {
 describe('a folder renamed under uploads', () => {
   it('streaming uploads into it fail cleanly (not found) and leave no temp file behind', async () => {
     const sftp = await connect();
-    const u = new URL(s.url);
     for (let i = 0; i < 5; i++) {
       ok(await s.api('/api/fs/mkdir', { token: admin, body: { path: `/mv${i}/a` } }));
       const body = randomBytes(2 << 20);
@@ -223,19 +238,7 @@ describe('a folder renamed under uploads', () => {
       // Each upload half sent: SFTP WRITEs, a WebDAV PUT and a REST PUT, all streaming into /mv/a.
       const h = await p<Buffer>((cb) => sftp.open(`/mv${i}/a/s.bin`, 'w', cb));
       await p<void>((cb) => sftp.write(h, body, 0, half, 0, (e) => cb(e, undefined)));
-      const partial = (path: string, headers: Record<string, string>) => {
-        const req = request({ host: u.hostname, port: u.port, method: 'PUT', path, headers: { ...headers, 'content-length': String(body.length) } });
-        const done = new Promise<string>((resolve, reject) => {
-          req.on('response', (res) => {
-            let t = '';
-            res.on('data', (c: Buffer) => (t += c.toString()));
-            res.on('end', () => resolve(`${res.statusCode} ${t}`));
-          });
-          req.on('error', reject);
-        });
-        req.write(body.subarray(0, half));
-        return { done, finish: () => req.end(body.subarray(half)) };
-      };
+      const partial = (path: string, headers: Record<string, string>) => halfSentPut(path, headers, body, half);
       const dav = partial(`/dav/mv${i}/a/d.bin`, { authorization: BASIC });
       const rest = partial('/api/fs/put', { authorization: admin, 'file-path': encodeURIComponent(`/mv${i}/a/r.bin`) });
       expect(await until(async () => (await readdir(storage(`mv${i}`, 'a'))).length === 3, 10_000)).toBe(true);
@@ -340,19 +343,7 @@ describe('a storage disabled or edited under transfers', () => {
       const wh = await p<Buffer>((cb) => sftp.open('/st/up-s.bin', 'w', cb));
       await p<void>((cb) => sftp.write(wh, big, 0, half, 0, (e) => cb(e, undefined)));
       const rh = await p<Buffer>((cb) => sftp.open('/st/src.bin', 'r', cb));
-      const partial = (path: string, headers: Record<string, string>) => {
-        const req = request({ host: u.hostname, port: u.port, method: 'PUT', path, headers: { ...headers, 'content-length': String(big.length) } });
-        const done = new Promise<string>((resolve, reject) => {
-          req.on('response', (res) => {
-            let t = '';
-            res.on('data', (c: Buffer) => (t += c.toString()));
-            res.on('end', () => resolve(`${res.statusCode} ${t}`));
-          });
-          req.on('error', reject);
-        });
-        req.write(big.subarray(0, half));
-        return { done, finish: () => req.end(big.subarray(half)) };
-      };
+      const partial = (path: string, headers: Record<string, string>) => halfSentPut(path, headers, big, half);
       const dav = partial('/dav/st/up-d.bin', { authorization: BASIC });
       const rest = partial('/api/fs/put', { authorization: admin, 'file-path': encodeURIComponent('/st/up-r.bin') });
       let resume = () => {};
