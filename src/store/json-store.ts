@@ -44,6 +44,11 @@ export interface OpenOptions {
   readOnly?: boolean;
   /** A changed file that could not be loaded (the in-memory state is kept); console.error by default. */
   onReloadError?: (err: Error) => void;
+  /**
+   * Something found at open that the server should log (lines of the task journal that could not be
+   * read); onReloadError, else console.error, by default (the server passes its logger there).
+   */
+  onWarning?: (err: Error) => void;
 }
 
 /** A request from another process (the CLI): its answer is written back as `{ ok: true, ...answer }`. */
@@ -113,6 +118,13 @@ export class JsonStore implements Store {
       s.db.data = migrate(s.db.data);
       if (!s.readOnly && (before !== SCHEMA_VERSION || s.adapter.lastText === undefined)) await s.flush();
       s.journal = await TaskJournal.open(join(dirname(file), TASKS_FILE), { readOnly: s.readOnly });
+      const { damaged, keptAs } = s.journal;
+      if (damaged.length) {
+        // Skipped, not refused (see TaskJournal.open), but never silently: the tasks are lost.
+        const warn = opts.onWarning ?? opts.onReloadError ?? ((e: Error) => console.error(`treegate: ${e.message}`));
+        const where = damaged.length > 5 ? `${damaged.slice(0, 5).join(', ')}… (${damaged.length} lines)` : damaged.join(', ');
+        warn(new Error(`${s.journal.file}: ${damaged.length > 1 ? 'lines' : 'line'} ${where} could not be read; the task changes on them are lost${keptAs ? ` (the file as found is kept in ${keptAs})` : ''}`));
+      }
       if (!s.readOnly && s.db.data.tasks.length) {
         // Tasks an older version kept in the store move to the journal, written there first: a
         // crash before the store is written imports them again, and ids already there are kept.

@@ -11,9 +11,11 @@
  * A crash can cut the last line short: it is ignored at open (that change is lost, as an unwritten
  * store change would be; the task resumes from its state before) and the next write starts from a
  * clean file. A failed append (a full disk) may leave such a line mid-file, so the next write
- * rewrites the whole file instead of appending after it.
+ * rewrites the whole file instead of appending after it. Any other line that cannot be read (a
+ * disk error, a hand edit) is skipped too, but reported (`damaged`), and the file as found is kept
+ * as `tasks.jsonl.damaged` before the next write rewrites it.
  */
-import { open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { copyFile, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { TaskRepo } from './store.js';
 import type { TaskRecord } from './types.js';
@@ -22,6 +24,15 @@ import type { TaskRecord } from './types.js';
 export const COMPACT_MIN = 1 << 20;
 
 const line = (op: { put: TaskRecord } | { del: string }) => JSON.stringify(op) + '\n';
+
+/**
+ * What the manager needs of a record to start (a put without `args` made start() throw "Cannot read
+ * properties of undefined (reading 'parent')" and the server refuse to start, naming no file).
+ */
+function isRecord(r: unknown): r is TaskRecord {
+  const t = r as Partial<TaskRecord> | null | undefined;
+  return typeof t === 'object' && t !== null && typeof t.id === 'string' && typeof t.kind === 'string' && typeof t.state === 'number' && typeof t.args === 'object' && t.args !== null;
+}
 
 export class TaskJournal implements TaskRepo {
   private readonly records = new Map<string, TaskRecord>();
@@ -38,6 +49,11 @@ export class TaskJournal implements TaskRepo {
   private chain: Promise<void> = Promise.resolve();
   private seq = 0;
 
+  /** Line numbers (from 1) of lines that could not be read, the torn last line aside (see open). */
+  readonly damaged: number[] = [];
+  /** Where the file as found was copied when some lines were damaged (not in read-only mode). */
+  keptAs: string | undefined;
+
   private constructor(readonly file: string, private readonly readOnly: boolean) {}
 
   /** Load the journal (a missing file is an empty one). `readOnly` never writes or creates it. */
@@ -49,21 +65,30 @@ export class TaskJournal implements TaskRepo {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`${file}: cannot read it: ${(e as Error).message}`);
     }
-    for (const l of text.split('\n')) {
-      if (l === '') continue;
+    const lines = text.split('\n');
+    lines.forEach((l, i) => {
+      if (l === '') return;
       let op: { put?: TaskRecord; del?: string } | undefined;
       try {
         op = JSON.parse(l) as typeof op;
       } catch {
-        j.dirty = true; // a line cut by a crash
-        continue;
+        op = undefined;
       }
-      if (op?.put && typeof op.put.id === 'string') j.apply(op.put.id, op.put, Buffer.byteLength(l) + 1);
+      if (isRecord(op?.put)) j.apply(op.put.id, op.put, Buffer.byteLength(l) + 1);
       else if (typeof op?.del === 'string') j.apply(op.del, undefined);
-      else j.dirty = true;
-    }
+      else if (i === lines.length - 1) j.dirty = true; // the last line, cut by a crash: expected
+      else j.damaged.push(i + 1);
+    });
     j.size = Buffer.byteLength(text);
     if (text !== '' && !text.endsWith('\n')) j.dirty = true;
+    if (j.damaged.length) {
+      // Any other unreadable line (a disk error, a hand edit, a newer version's line) was silently
+      // dropped, and the next compaction erased it for good. It is still skipped (one task lost
+      // should not stop the server), but the file as found is kept aside for JsonStore to report.
+      j.dirty = true;
+      const aside = `${file}.damaged`;
+      if (!j.readOnly) j.keptAs = await copyFile(file, aside).then(() => aside, () => undefined); // a full disk: say so only
+    }
     return j;
   }
 
@@ -141,7 +166,10 @@ export class TaskJournal implements TaskRepo {
       if (this.dirty || (grown > COMPACT_MIN && grown > 2 * this.liveBytes)) return this.compact();
       const fh = (this.fh ??= await open(this.file, 'a', 0o600));
       try {
-        await fh.write(lines);
+        // appendFile, not write: write() may write only part (a disk that fills up mid-line takes
+        // what fits and reports no error), and the change's promise would resolve with its line
+        // cut short, lost at the next start. appendFile writes the rest, so that fails with ENOSPC.
+        await fh.appendFile(lines);
         await fh.datasync();
       } catch (e) {
         this.dirty = true; // part of the lines may be in the file: the next write replaces it
