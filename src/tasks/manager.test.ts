@@ -102,3 +102,39 @@ it('a finished task frees its worker before its state is written, and the write 
   manager = undefined;
   expect((await store.tasks.list()).map((r) => r.state)).toEqual([2, 2, 2]);
 });
+
+it('keeps finished children while their parent still runs (a resumed folder copy skips the entries whose child exists)', async () => {
+  const creator = await store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
+  manager = new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), keepFinished: 10, workers: { copy: 4 } });
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  manager.register('copy', {
+    resumable: false,
+    run: async (t) => {
+      if (!t.args.parent) {
+        for (let i = 0; i < 30; i++) await t.spawn('copy', `child ${i}`, {});
+        await held; // still "making children"
+      }
+    },
+  });
+  await manager.start();
+  manager.resume();
+  const m = manager;
+  const parent = await m.create('copy', creator, 'parent', {});
+  const children = () => m.records((r) => r.args.parent === parent.id);
+  await until(() => children().length === 30 && children().every((c) => DONE_STATES.has(c.state)));
+  for (let i = 0; i < 15; i++) {
+    const id = (await m.create('copy', creator, `other ${i}`, { parent: 'none' })).id;
+    await until(() => DONE_STATES.has(m.get(id)?.state ?? -1));
+  }
+  expect(children()).toHaveLength(30); // 45 finished, keepFinished 10: the parent's are kept
+
+  release();
+  await until(() => DONE_STATES.has(m.get(parent.id)!.state));
+  for (let i = 0; i < 15; i++) {
+    const id = (await m.create('copy', creator, `late ${i}`, { parent: 'none' })).id;
+    await until(() => DONE_STATES.has(m.get(id)?.state ?? -1));
+  }
+  await until(() => children().length < 30);
+  expect(children().length).toBeLessThan(30);
+});

