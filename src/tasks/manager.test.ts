@@ -1,7 +1,7 @@
 /**
- * TaskManager keeps the most recently finished tasks only (keepFinished): each task is a store
- * record, and the store is one file rewritten on every change. A finished task whose descendants
- * still run is kept, since cancel follows the tree through it.
+ * TaskManager keeps the most recently finished tasks only (keepFinished, retention.ts): a finished
+ * task whose descendants still run is kept, since cancel follows the tree through it, and so is one
+ * whose ancestors still run. Finishing frees the worker before the state is written.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

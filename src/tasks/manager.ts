@@ -20,11 +20,10 @@ import { principalOf } from '../auth/accounts.js';
 import type { Store } from '../store/store.js';
 import type { TaskRecord, UserRecord } from '../store/types.js';
 import { taskId } from './ids.js';
+import { forgettable, KEEP_FINISHED } from './retention.js';
 import { DONE_STATES, KIND_DEFAULTS, TASK_KINDS, TASK_STATE as S, type KindRunner, type TaskHandle, type TaskInfo, type TaskKind } from './types.js';
 
 export const INTERRUPTED = 'interrupted by a restart';
-/** Finished tasks kept by default (TaskManagerOptions.keepFinished). */
-export const KEEP_FINISHED = 1000;
 
 export interface TaskManagerOptions {
   store: Store;
@@ -388,44 +387,15 @@ export class TaskManager {
 
   private finishesSincePrune = 0;
 
-  /**
-   * Forget the oldest finished tasks past `keepFinished`, once they are a tenth over it (so one
-   * clean-up covers many finishes). Every task is a record in the store, one file rewritten on each
-   * change: a server copying for years kept every finished task (1,137 after a 25-minute soak), and
-   * each LOCK or logout rewrote them all. A finished task with unfinished descendants is kept:
-   * cancel follows the tree through it.
-   */
+  /** Forget old finished tasks (retention.ts). */
   private pruneFinished(): void {
     const keep = this.opts.keepFinished ?? KEEP_FINISHED;
-    // Counting the finished tasks walks every task: once per tenth of `keep` finishes, not at each
-    // (with 20,000 copies queued, a walk per finish made a folder copy quadratic).
+    // Looking for them walks every task: once per tenth of `keep` finishes, not at each (with
+    // 20,000 copies queued, a walk per finish made a folder copy quadratic).
     if (++this.finishesSincePrune < Math.ceil(keep / 10)) return;
     this.finishesSincePrune = 0;
-    const done = [...this.tasks.values()].filter((r) => DONE_STATES.has(r.state));
-    if (done.length <= keep + Math.ceil(keep / 10)) return;
-    done.sort((a, b) => (a.end_time ?? '').localeCompare(b.end_time ?? ''));
-    const old = done.slice(0, done.length - keep).filter((r) => this.settledBelow(r.id) && this.settledAbove(r));
-    this.removeMany(old.map((r) => r.id)).catch((err: unknown) => this.log.warn({ err }, 'forgetting old finished tasks failed'));
-  }
-
-  /** Whether every descendant of task `id` has finished. */
-  private settledBelow(id: string): boolean {
-    return this.childrenOf(id).every((c) => DONE_STATES.has(c.state) && this.settledBelow(c.id));
-  }
-
-  /**
-   * Whether every ancestor of `rec` has finished. A folder copy still making children (or resumed
-   * after a crash) skips the entries whose child task exists: a finished child forgotten before
-   * then was copied again (199 of 1,390 files, in a 30,000-file folder killed mid-copy).
-   */
-  private settledAbove(rec: TaskRecord): boolean {
-    for (let id = rec.args.parent; typeof id === 'string'; ) {
-      const up = this.tasks.get(id);
-      if (!up) return true;
-      if (!DONE_STATES.has(up.state)) return false;
-      id = up.args.parent;
-    }
-    return true;
+    const old = forgettable(this.tasks, (id) => this.childrenOf(id), keep);
+    if (old.length) this.removeMany(old).catch((err: unknown) => this.log.warn({ err }, 'forgetting old finished tasks failed'));
   }
 
   private handle(rec: TaskRecord, user: UserRecord, signal: AbortSignal): TaskHandle {
