@@ -144,18 +144,18 @@ describe('a write that fails', () => {
     const failed = s.users.insert(user('failed')); // write 3 starts at once and fails
     // Let write 3 begin (a few microtasks, no I/O yet): this change waits for write 4.
     for (let i = 0; i < 3; i++) await Promise.resolve();
-    const waiting = s.kv.set('ns', 'waiting', 1);
+    const waiting = s.settings.setMany({ waiting: '1' });
     await expect(failed).rejects.toThrow(/EISDIR/);
     await expect(waiting).rejects.toThrow(/not saved: the write before it failed/);
     expect((await s.users.list()).map((u) => u.username)).toEqual(['kept']);
-    expect(await s.kv.get('ns', 'waiting')).toBeUndefined();
+    expect((await s.settings.all()).waiting).toBeUndefined();
     expect(s.users.revision()).not.toBe(revision);
     expect(told).toBe(1);
     await s.users.insert(user('later')); // write 5 works
     await s.close();
-    const saved = JSON.parse(await readFile(file, 'utf8')) as { users: Array<{ username: string; id: number }>; kv: Record<string, unknown> };
+    const saved = JSON.parse(await readFile(file, 'utf8')) as { users: Array<{ username: string; id: number }>; settings: Record<string, string> };
     expect(saved.users.map((u) => u.username)).toEqual(['kept', 'later']);
-    expect(saved.kv.ns ?? {}).toEqual({});
+    expect(saved.settings.waiting).toBeUndefined();
   });
 });
 

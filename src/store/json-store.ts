@@ -12,6 +12,8 @@ import { Low } from 'lowdb';
 import { watch, type FSWatcher } from 'node:fs';
 import { VfsError } from '../errors.js';
 import { AtomicJsonFile } from './atomic-file.js';
+import type { Journal } from './journal.js';
+import { KvJournal } from './kv-journal.js';
 import { TaskJournal } from './task-journal.js';
 import { migrate, validate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
 import { claimOwner, isAlive, REQUEST_RE, resultName } from './owner.js';
@@ -29,8 +31,9 @@ const UNIQUE: Record<Collection, Unique[]> = {
 
 const clone = <T>(v: T): T => structuredClone(v);
 
-/** The task journal's file name, beside the store file. */
+/** The journals' file names, beside the store file (journal.ts): tasks, and the key-value data. */
 export const TASKS_FILE = 'tasks.jsonl';
+export const KV_FILE = 'kv.jsonl';
 
 export interface OpenOptions {
   /** Reload on changes made by other processes. */
@@ -64,9 +67,13 @@ export class JsonStore implements Store {
     return this.journal;
   }
   private journal!: TaskJournal;
+  /** The key-value data (WebDAV locks and dead properties) is in a journal too (kv-journal.ts). */
+  get kv(): KvRepo {
+    return this.kvJournal;
+  }
+  private kvJournal!: KvJournal;
   readonly settings: SettingRepo;
   readonly revokedTokens: RevocationRepo;
-  readonly kv: KvRepo;
 
   private readonly adapter: AtomicJsonFile<StoreData>;
   private readonly db: Low<StoreData>;
@@ -94,7 +101,6 @@ export class JsonStore implements Store {
     this.storages = this.repo('storages');
     this.settings = this.settingRepo();
     this.revokedTokens = this.revocationRepo();
-    this.kv = this.kvRepo();
   }
 
   /**
@@ -117,24 +123,24 @@ export class JsonStore implements Store {
       const before = s.db.data.schema_version;
       s.db.data = migrate(s.db.data);
       if (!s.readOnly && (before !== SCHEMA_VERSION || s.adapter.lastText === undefined)) await s.flush();
+      const warn = opts.onWarning ?? opts.onReloadError ?? ((e: Error) => console.error(`treegate: ${e.message}`));
       s.journal = await TaskJournal.open(join(dirname(file), TASKS_FILE), { readOnly: s.readOnly });
-      const { damaged, keptAs } = s.journal;
-      if (damaged.length) {
-        // Skipped, not refused (see TaskJournal.open), but never silently: the tasks are lost.
-        const warn = opts.onWarning ?? opts.onReloadError ?? ((e: Error) => console.error(`treegate: ${e.message}`));
-        const where = damaged.length > 5 ? `${damaged.slice(0, 5).join(', ')}… (${damaged.length} lines)` : damaged.join(', ');
-        warn(new Error(`${s.journal.file}: ${damaged.length > 1 ? 'lines' : 'line'} ${where} could not be read; the task changes on them are lost${keptAs ? ` (the file as found is kept in ${keptAs})` : ''}`));
-      }
-      if (!s.readOnly && s.db.data.tasks.length) {
-        // Tasks an older version kept in the store move to the journal, written there first: a
-        // crash before the store is written imports them again, and ids already there are kept.
+      reportDamage(s.journal.journal, 'task changes', warn);
+      s.kvJournal = await KvJournal.open(join(dirname(file), KV_FILE), { readOnly: s.readOnly });
+      reportDamage(s.kvJournal.journal, 'WebDAV locks and properties', warn);
+      if (!s.readOnly && (s.db.data.tasks.length || Object.keys(s.db.data.kv).length)) {
+        // What an older version kept in the store moves to the journals, written there first: a
+        // crash before the store is written moves it again, and what is there already is kept.
         await s.journal.adopt(s.db.data.tasks);
+        await s.kvJournal.adopt(s.db.data.kv);
         s.db.data.tasks = [];
+        s.db.data.kv = {};
         await s.flush();
       }
       if (opts.watch && !s.readOnly) s.startWatching(opts.onReloadError ?? ((e) => console.error(`treegate: ${e.message}`)));
     } catch (e) {
       await s.journal?.close();
+      await s.kvJournal?.close();
       await s.releaseOwner?.();
       throw e;
     }
@@ -197,6 +203,7 @@ export class JsonStore implements Store {
     this.requestHandler = undefined;
     await this.chain;
     await this.journal?.close();
+    await this.kvJournal?.close();
     await this.releaseOwner?.();
     this.releaseOwner = undefined;
   }
@@ -245,7 +252,7 @@ export class JsonStore implements Store {
     const dir = dirname(this.file);
     const names = await readdir(dir).catch(() => [] as string[]);
     const stale = names.filter((n) => {
-      const prefix = [basename(this.file) + '.', TASKS_FILE + '.'].find((p) => n.startsWith(p));
+      const prefix = [basename(this.file) + '.', TASKS_FILE + '.', KV_FILE + '.'].find((p) => n.startsWith(p));
       if (!prefix || !n.endsWith('.tmp')) return false;
       const pid = Number(n.slice(prefix.length).split('.')[0]);
       return pid !== process.pid && !isAlive(pid);
@@ -377,26 +384,12 @@ export class JsonStore implements Store {
       },
     };
   }
+}
 
-  private kvRepo(): KvRepo {
-    const ns = (n: string) => (this.db.data.kv[n] ??= {});
-    return {
-      get: async <T>(n: string, key: string) => {
-        const v = this.db.data.kv[n]?.[key];
-        return v === undefined ? undefined : (clone(v) as T);
-      },
-      set: async (n, key, value) => {
-        ns(n)[key] = clone(value);
-        await this.flush();
-      },
-      delete: async (n, key) => {
-        const m = this.db.data.kv[n];
-        if (!m || !(key in m)) return false;
-        delete m[key];
-        await this.flush();
-        return true;
-      },
-      entries: async <T>(n: string) => Object.entries(clone(this.db.data.kv[n] ?? {})) as Array<[string, T]>,
-    };
-  }
+/** Lines of a journal that could not be read are skipped, not refused (journal.ts), but never silently. */
+function reportDamage(j: Journal<unknown>, what: string, warn: (e: Error) => void): void {
+  const { damaged, keptAs } = j;
+  if (!damaged.length) return;
+  const where = damaged.length > 5 ? `${damaged.slice(0, 5).join(', ')}… (${damaged.length} lines)` : damaged.join(', ');
+  warn(new Error(`${j.file}: ${damaged.length > 1 ? 'lines' : 'line'} ${where} could not be read; the ${what} on them are lost${keptAs ? ` (the file as found is kept in ${keptAs})` : ''}`));
 }
