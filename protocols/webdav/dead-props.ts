@@ -84,8 +84,15 @@ export class DeadProps {
 
   async copyTree(src: string, dst: string): Promise<void> {
     await this.ready();
+    // A copy counts toward MAX_TOTAL_CHARS as a PROPPATCH does: unchecked, each COPY of a folder
+    // doubled its properties (8 MiB of them became 16, then 32: kv.jsonl grew without end). Past the
+    // bound nothing is copied (507); a copy that adds nothing (the same one again) always passes.
+    const copies = this.subtree(src).filter(([p]) => !isWithin(dst, p)).map(([p, props]) => [join(dst, relativeTo(src, p)!), props] as const);
+    const freed = this.subtree(dst).reduce((n, [p, props]) => n + weightOf(p, props), 0);
+    const added = copies.reduce((n, [p, props]) => n + weightOf(p, props), 0);
+    if (added > freed && this.total - freed + added > MAX_TOTAL_CHARS) throw new VfsError('NO_SPACE', 'no room for more dead properties', { path: dst });
     await this.removeTree(dst);
-    for (const [p, props] of this.subtree(src)) await this.write(join(dst, relativeTo(src, p)!), [...props]);
+    for (const [p, props] of copies) await this.write(p, [...props]);
   }
 
   async moveTree(src: string, dst: string): Promise<void> {

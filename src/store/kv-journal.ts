@@ -44,10 +44,12 @@ export class KvJournal implements KvRepo {
     return this.journal.put(e);
   }
 
-  async delete(ns: string, key: string): Promise<boolean> {
-    const gone = await this.journal.delete(KIND.keyOf({ ns, key, value: undefined }));
-    this.byNs.get(ns)?.delete(key);
-    return gone;
+  delete(ns: string, key: string): Promise<boolean> {
+    // Out of the index at once, as set() puts it in: dropped once the write was done, it also dropped
+    // a set() of the same key made meanwhile (kept in the journal and after a reopen, but missing
+    // from get() and entries() until then).
+    if (!this.journal.readOnly) this.byNs.get(ns)?.delete(key);
+    return this.journal.delete(KIND.keyOf({ ns, key, value: undefined }));
   }
 
   async entries<T>(ns: string): Promise<Array<[string, T]>> {
