@@ -16,7 +16,8 @@ import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import type { Envelope } from '../protocols/rest/envelope.js';
 import { addLocalStorage, checksums, makeFiles, until, type Api } from './tasks-helpers.js';
 import type { TaskRecord } from '../src/store/types.js';
-import { TASKS_FILE } from '../src/store/json-store.js';
+import { KV_FILE, TASKS_FILE } from '../src/store/json-store.js';
+import { KvJournal } from '../src/store/kv-journal.js';
 import { COMPACT_MIN, TaskJournal } from '../src/store/task-journal.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
@@ -251,3 +252,41 @@ it('skips an unreadable line in the middle but says so, naming the file and line
   await ts.close();
   ts = undefined;
 });
+
+it('a change whose write failed is not saved by a later write (a LOCK refused on a full disk does not come back)', async () => {
+  const dir = await tempDir('tg-jundo-');
+  const file = join(dir, KV_FILE);
+  const script = join(dir, 'undo.mts');
+  await writeFile(script, `
+    import { KvJournal } from ${JSON.stringify(join(ROOT, 'src/store/kv-journal.ts'))};
+    const kv = await KvJournal.open(${JSON.stringify(file)});
+    const step = () => new Promise((r) => process.stdin.once('data', r));
+    await kv.set('webdav.locks', 'A', { token: 'A' });
+    process.stdout.write('READY\\n');
+    await step(); // the file size limit is set meanwhile
+    try { await kv.set('webdav.locks', 'B', { token: 'B', owner: 'x'.repeat(5000) }); process.stdout.write('B SAVED\\n'); }
+    catch (e) { process.stdout.write('B FAILED ' + e.code + ' ' + JSON.stringify(await kv.get('webdav.locks', 'B')) + '\\n'); }
+    await step(); // and lifted
+    await kv.set('webdav.locks', 'C', { token: 'C' });
+    process.stdout.write('DONE\\n');
+    process.exit(0);
+  `);
+  const proc = spawn(process.execPath, [VITE_NODE, script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  children.add(proc);
+  let out = '';
+  proc.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  proc.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
+  await until('the writer ready', async () => (out.includes('READY') ? true : undefined), 30_000, 20);
+  const size = (await stat(file)).size;
+  await promisify(execFile)('prlimit', ['--pid', String(proc.pid), `--fsize=${size + 1000}:unlimited`]);
+  proc.stdin!.write('go\n');
+  await until('B refused', async () => (/B (FAILED|SAVED)/.test(out) ? true : undefined), 30_000, 20);
+  expect(out).toMatch(/B FAILED (EFBIG|ENOSPC) undefined/); // refused, and not kept in memory either
+  await promisify(execFile)('prlimit', ['--pid', String(proc.pid), '--fsize=unlimited:unlimited']);
+  proc.stdin!.write('go\n');
+  await exited;
+  expect(out).toContain('DONE');
+  const kv = await KvJournal.open(file, { readOnly: true });
+  expect((await kv.entries('webdav.locks')).map(([k]) => k).sort()).toEqual(['A', 'C']);
+}, 60_000);

@@ -11,13 +11,14 @@
  * rewritten with the live records only: temp file, fsync, rename, as the store is.
  *
  * A crash can cut the last line short: it is ignored at open (that change is lost, as an unwritten
- * store change would be) and the next write starts from a clean file. A failed append (a full disk)
- * may leave such a line mid-file, so the next write rewrites the whole file instead of appending
- * after it. Any other line that cannot be read (a disk error, a hand edit) is skipped too, but
+ * store change would be) and the next write starts from a clean file. A write that fails (a full
+ * disk) is undone: the file is cut back to where it was (or, if that fails too, the next write
+ * rewrites it whole) and memory goes back to it, so the change its caller was told failed is not
+ * saved by a later write, as the store does. Any other line that cannot be read (a disk error, a hand edit) is skipped too, but
  * reported (`damaged`), and the file as found is kept as `<file>.damaged` before the next write
  * rewrites it.
  */
-import { copyFile, open, readFile, rename, rm, type FileHandle } from 'node:fs/promises';
+import { copyFile, open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** Below this size a journal is never compacted (rewriting it would cost more than it saves). */
@@ -39,6 +40,14 @@ export class Journal<V> {
   private liveBytes = 0;
   /** Lines not written yet, one per record (a later change of the same record replaces its line). */
   private pending = new Map<string, string>();
+  /**
+   * What each pending key holds on disk (undefined: nothing), from before its first pending change:
+   * a write that fails puts these back in memory, so a change whose caller got an error is not
+   * saved by a later write (a LOCK refused on a full disk must not come back at the next start).
+   */
+  private pendingBefore = new Map<string, V | undefined>();
+  /** The file's name is on disk (it existed at open, or its folder was fsynced since it was made). */
+  private named = false;
   private fh: FileHandle | undefined;
   private size = 0;
   /** The file may end in a torn line (found at open, or left by a failed append): rewrite it whole. */
@@ -78,6 +87,7 @@ export class Journal<V> {
       else j.damaged.push(i + 1);
     });
     j.size = Buffer.byteLength(text);
+    j.named = text !== '' || (await stat(file).then(() => true, () => false));
     if (text !== '' && !text.endsWith('\n')) j.dirty = true;
     if (j.damaged.length) {
       // Skipped (one lost record should not stop the server), but never silently: the file as
@@ -111,6 +121,7 @@ export class Journal<V> {
   async delete(key: string): Promise<boolean> {
     if (this.readOnly) await this.refuse();
     if (!this.records.has(key)) return false;
+    this.remember(key);
     this.apply(key, undefined);
     this.pending.set(key, line({ del: key }));
     await this.flush();
@@ -139,8 +150,22 @@ export class Journal<V> {
   private stage(v: V): void {
     const l = line({ put: v });
     const key = this.kind.keyOf(v);
+    this.remember(key);
     this.apply(key, v, Buffer.byteLength(l));
     this.pending.set(key, l);
+  }
+
+  private remember(key: string): void {
+    if (!this.pendingBefore.has(key)) this.pendingBefore.set(key, this.records.get(key));
+  }
+
+  /** After a failed write: memory goes back to the file for the keys of that write (see pendingBefore). */
+  private undo(before: Map<string, V | undefined>): void {
+    for (const [key, v] of before) {
+      // Changed again since: that change goes in the next write, and is undone to the same value.
+      if (this.pending.has(key)) this.pendingBefore.set(key, v);
+      else this.apply(key, v);
+    }
   }
 
   /** Set (or with no value, drop) a record in memory, keeping the live size. */
@@ -162,19 +187,16 @@ export class Journal<V> {
     const p = this.chain.then(async () => {
       this.scheduled = null;
       const lines = [...this.pending.values()].join('');
+      const before = this.pendingBefore;
       this.pending = new Map();
+      this.pendingBefore = new Map();
       if (lines === '' && !this.dirty) return;
       const grown = this.size + Buffer.byteLength(lines);
-      if (this.dirty || (grown > COMPACT_MIN && grown > 2 * this.liveBytes)) return this.compact();
-      const fh = (this.fh ??= await open(this.file, 'a', 0o600));
       try {
-        // appendFile, not write: write() may write only part (a disk that fills up mid-line takes
-        // what fits and reports no error), and the change's promise would resolve with its line
-        // cut short, lost at the next start. appendFile writes the rest, so that fails with ENOSPC.
-        await fh.appendFile(lines);
-        await fh.datasync();
+        if (this.dirty || (grown > COMPACT_MIN && grown > 2 * this.liveBytes)) return await this.compact();
+        await this.append(lines);
       } catch (e) {
-        this.dirty = true; // part of the lines may be in the file: the next write replaces it
+        this.undo(before);
         throw e;
       }
       this.size = grown;
@@ -182,6 +204,26 @@ export class Journal<V> {
     this.scheduled = p;
     this.chain = p.catch(() => undefined);
     return p;
+  }
+
+  private async append(lines: string): Promise<void> {
+    const fh = (this.fh ??= await open(this.file, 'a', 0o600));
+    try {
+      // appendFile, not write: write() may write only part (a disk that fills up mid-line takes
+      // what fits and reports no error), and the change's promise would resolve with its line
+      // cut short, lost at the next start. appendFile writes the rest, so that fails with ENOSPC.
+      await fh.appendFile(lines);
+      await fh.datasync();
+    } catch (e) {
+      // Part of the lines may be in the file: cut it back to what was written before, or, when
+      // that fails too, have the next write replace the file.
+      await fh.truncate(this.size).then(() => fh.datasync()).catch(() => (this.dirty = true));
+      throw e;
+    }
+    if (!this.named) {
+      await syncDir(this.file); // a new file: its name must survive a power cut as its lines do
+      this.named = true;
+    }
   }
 
   /** Rewrite the file with the live records only (memory already holds every change). */
@@ -204,13 +246,20 @@ export class Journal<V> {
       await rm(tmp, { force: true }).catch(() => undefined);
       throw e;
     }
-    const dir = await open(dirname(this.file), 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
     this.size = Buffer.byteLength(text);
     this.dirty = false;
+    // The new file is in place, its content on disk: a failure to sync its folder is not the
+    // write's (undoing memory now would leave it ahead of nothing); the next compaction syncs again.
+    await syncDir(this.file).catch(() => undefined);
+    this.named = true;
+  }
+}
+
+async function syncDir(file: string): Promise<void> {
+  const dir = await open(dirname(file), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
   }
 }

@@ -13,8 +13,10 @@ interface KvEntry {
   value: unknown;
 }
 
+const keyOf = (ns: string, key: string) => JSON.stringify([ns, key]);
+
 const KIND: JournalKind<KvEntry> = {
-  keyOf: (e) => JSON.stringify([e.ns, e.key]),
+  keyOf: (e) => keyOf(e.ns, e.key),
   valid: (v): v is KvEntry => {
     const e = v as Partial<KvEntry> | null | undefined;
     return typeof e === 'object' && e !== null && typeof e.ns === 'string' && typeof e.key === 'string' && 'value' in e;
@@ -22,55 +24,41 @@ const KIND: JournalKind<KvEntry> = {
 };
 
 export class KvJournal implements KvRepo {
-  /** Each namespace's entries, for entries(ns). */
-  private readonly byNs = new Map<string, Map<string, KvEntry>>();
-
-  private constructor(readonly journal: Journal<KvEntry>) {
-    for (const e of journal.values()) this.index(e);
-  }
+  private constructor(readonly journal: Journal<KvEntry>) {}
 
   static async open(file: string, opts: { readOnly?: boolean } = {}): Promise<KvJournal> {
     return new KvJournal(await Journal.open(file, KIND, opts));
   }
 
   async get<T>(ns: string, key: string): Promise<T | undefined> {
-    const e = this.byNs.get(ns)?.get(key);
+    const e = this.journal.get(keyOf(ns, key));
     return e === undefined ? undefined : (structuredClone(e.value) as T);
   }
 
   set<T>(ns: string, key: string, value: T): Promise<void> {
-    const e: KvEntry = { ns, key, value: structuredClone(value) };
-    if (!this.journal.readOnly) this.index(e); // a read-only journal refuses the put: nothing changes
-    return this.journal.put(e);
+    return this.journal.put({ ns, key, value: structuredClone(value) });
   }
 
   delete(ns: string, key: string): Promise<boolean> {
-    // Out of the index at once, as set() puts it in: dropped once the write was done, it also dropped
-    // a set() of the same key made meanwhile (kept in the journal and after a reopen, but missing
-    // from get() and entries() until then).
-    if (!this.journal.readOnly) this.byNs.get(ns)?.delete(key);
-    return this.journal.delete(KIND.keyOf({ ns, key, value: undefined }));
+    return this.journal.delete(keyOf(ns, key));
   }
 
+  /**
+   * A namespace's entries. Walks every entry, with no index of its own to keep in step with the
+   * journal (which puts memory back when a write fails): locks and properties read them once, at load.
+   */
   async entries<T>(ns: string): Promise<Array<[string, T]>> {
-    return [...(this.byNs.get(ns)?.values() ?? [])].map((e) => [e.key, structuredClone(e.value) as T]);
+    const out: Array<[string, T]> = [];
+    for (const e of this.journal.values()) if (e.ns === ns) out.push([e.key, structuredClone(e.value) as T]);
+    return out;
   }
 
   /** Entries moved in from an older store (`{ns: {key: value}}`; keys already here are kept). */
   adopt(kv: Record<string, Record<string, unknown>>): Promise<void> {
-    const entries = Object.entries(kv).flatMap(([ns, m]) => Object.entries(m).map(([key, value]) => ({ ns, key, value })));
-    const written = this.journal.adopt(entries);
-    for (const e of entries) if (this.journal.get(KIND.keyOf(e)) === e) this.index(e);
-    return written;
+    return this.journal.adopt(Object.entries(kv).flatMap(([ns, m]) => Object.entries(m).map(([key, value]) => ({ ns, key, value }))));
   }
 
   close(): Promise<void> {
     return this.journal.close();
-  }
-
-  private index(e: KvEntry): void {
-    let m = this.byNs.get(e.ns);
-    if (!m) this.byNs.set(e.ns, (m = new Map()));
-    m.set(e.key, e);
   }
 }
