@@ -6,7 +6,7 @@
  * after its migration; a disk that fills up in the middle of an append fails the change instead of
  * acknowledging a line cut short; an unreadable line is skipped but reported, never silently.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import type { Envelope } from '../protocols/rest/envelope.js';
-import { addLocalStorage, checksums, makeFiles, until, type Api } from './tasks-helpers.js';
+import { addLocalStorage, checksums, makeFiles, runTs, startChildServer, until, type Api } from './tasks-helpers.js';
 import type { TaskRecord } from '../src/store/types.js';
 import { KV_FILE, TASKS_FILE } from '../src/store/json-store.js';
 import { KvJournal } from '../src/store/kv-journal.js';
@@ -22,7 +22,6 @@ import { COMPACT_MIN, TaskJournal } from '../src/store/task-journal.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const VITE_NODE = join(ROOT, 'node_modules/vite-node/vite-node.mjs');
 const children = new Set<ChildProcess>();
 const dirs: string[] = [];
 let ts: TestServer | undefined;
@@ -49,30 +48,9 @@ interface Child {
 
 /** test/tasks-child-server.ts in its own process on `data`; resolves once it is listening, logged in. */
 async function startChild(data: string): Promise<Child> {
-  const proc = spawn(process.execPath, [VITE_NODE, join(ROOT, 'test/tasks-child-server.ts')], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_DATA: data, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: '0',
-      TREEGATE_SFTP_ENABLE: 'false', TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, TREEGATE_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(proc);
-  let out = '';
-  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  const port = await new Promise<number>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`child did not start: ${out}`)), 30_000);
-    proc.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /PORT (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res(Number(m[1]));
-      }
-    });
-    proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    proc.once('exit', (code) => rej(new Error(`child exited (${code}): ${out}`)));
-  });
+  const run = await startChildServer(data);
+  children.add(run.proc);
+  const { proc, port } = run;
   const url = `http://127.0.0.1:${port}`;
   const a: Api = {
     api: (async (path: string, o: { body?: unknown; token?: string } = {}) => {
@@ -87,11 +65,7 @@ async function startChild(data: string): Promise<Child> {
   const login = await a.api<{ token: string }>('/api/auth/login', { body: { username: 'admin', password: ADMIN_PASSWORD } });
   expect(login.code, JSON.stringify(login)).toBe(200);
   return {
-    proc, a, token: login.data!.token, output: () => out,
-    kill9: async () => {
-      proc.kill('SIGKILL');
-      await exited;
-    },
+    proc, a, token: login.data!.token, output: run.output, kill9: run.kill9,
   };
 }
 
@@ -217,19 +191,15 @@ it('fails a change whose line a full disk cut short, instead of acknowledging it
     process.stdout.write('OK ' + JSON.stringify(ok) + '\\n');
     process.exit(0);
   `);
-  const proc = spawn(process.execPath, [VITE_NODE, script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  const { proc, output, exited } = runTs(script);
   children.add(proc);
-  let out = '';
-  proc.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  proc.stderr!.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  await until('the writer ready', async () => (out.includes('READY') ? true : undefined), 30_000, 20);
+  await until('the writer ready', async () => (output().includes('READY') ? true : undefined), 30_000, 20);
   // 20,000 bytes: 18 lines fit whole, the 19th only in part (as on a disk that fills up).
   await promisify(execFile)('prlimit', ['--pid', String(proc.pid), '--fsize=20000:20000']);
   proc.stdin!.write('go\n');
   await exited;
-  expect(out).toMatch(/FAILED (EFBIG|ENOSPC)/);
-  const acknowledged = JSON.parse(/OK (\[.*\])/.exec(out)![1]!) as string[];
+  expect(output()).toMatch(/FAILED (EFBIG|ENOSPC)/);
+  const acknowledged = JSON.parse(/OK (\[.*\])/.exec(output())![1]!) as string[];
   expect(acknowledged.length).toBeGreaterThan(0);
   const onDisk = new Set((await journalOf(dir)).map((t) => t.id));
   expect(acknowledged.filter((id) => !onDisk.has(id))).toEqual([]);
@@ -271,22 +241,18 @@ it('a change whose write failed is not saved by a later write (a LOCK refused on
     process.stdout.write('DONE\\n');
     process.exit(0);
   `);
-  const proc = spawn(process.execPath, [VITE_NODE, script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+  const { proc, output, exited } = runTs(script);
   children.add(proc);
-  let out = '';
-  proc.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  proc.stderr!.on('data', (b: Buffer) => (out += b.toString()));
-  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  await until('the writer ready', async () => (out.includes('READY') ? true : undefined), 30_000, 20);
+  await until('the writer ready', async () => (output().includes('READY') ? true : undefined), 30_000, 20);
   const size = (await stat(file)).size;
   await promisify(execFile)('prlimit', ['--pid', String(proc.pid), `--fsize=${size + 1000}:unlimited`]);
   proc.stdin!.write('go\n');
-  await until('B refused', async () => (/B (FAILED|SAVED)/.test(out) ? true : undefined), 30_000, 20);
-  expect(out).toMatch(/B FAILED (EFBIG|ENOSPC) undefined/); // refused, and not kept in memory either
+  await until('B refused', async () => (/B (FAILED|SAVED)/.test(output()) ? true : undefined), 30_000, 20);
+  expect(output()).toMatch(/B FAILED (EFBIG|ENOSPC) undefined/); // refused, and not kept in memory either
   await promisify(execFile)('prlimit', ['--pid', String(proc.pid), '--fsize=unlimited:unlimited']);
   proc.stdin!.write('go\n');
   await exited;
-  expect(out).toContain('DONE');
+  expect(output()).toContain('DONE');
   const kv = await KvJournal.open(file, { readOnly: true });
   expect((await kv.entries('webdav.locks')).map(([k]) => k).sort()).toEqual(['A', 'C']);
 }, 60_000);

@@ -9,20 +9,19 @@
  * - a store.json of an older version holding locks and properties in its `kv` moves them over;
  * - a delete and a set of the same key written together leave the set visible.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { davClient, type DavClient } from './clients/webdav.js';
+import { startChildServer } from './tasks-helpers.js';
 import { KV_FILE } from '../src/store/json-store.js';
 import { KvJournal } from '../src/store/kv-journal.js';
 import { LOCKS_NS, MAX_LOCKS_PER_USER, type LockInfo } from '../protocols/webdav/locks.js';
 import { MAX_RESOURCE_CHARS, MAX_TOTAL_CHARS, PROPS_NS, type DeadProp } from '../protocols/webdav/dead-props.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const VITE_NODE = join(ROOT, 'node_modules/vite-node/vite-node.mjs');
 const children = new Set<ChildProcess>();
 const servers = new Set<TestServer>();
 const dirs: string[] = [];
@@ -51,38 +50,9 @@ async function stop(ts: TestServer): Promise<void> {
 
 /** test/tasks-child-server.ts on `data` in its own process (for kill -9). */
 async function startChild(data: string): Promise<{ dav: DavClient; kill9(): Promise<void> }> {
-  const proc = spawn(process.execPath, [VITE_NODE, join(ROOT, 'test/tasks-child-server.ts')], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_DATA: data, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: '0',
-      TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, ...NO_SFTP,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(proc);
-  let out = '';
-  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  const port = await new Promise<number>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`child did not start: ${out}`)), 30_000);
-    const on = (c: Buffer) => {
-      out += c.toString();
-      const m = /PORT (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res(Number(m[1]));
-      }
-    };
-    proc.stdout!.on('data', on);
-    proc.stderr!.on('data', on);
-    proc.once('exit', (code) => rej(new Error(`child exited (${code}): ${out}`)));
-  });
-  return {
-    dav: davClient(`http://127.0.0.1:${port}`, 'admin', ADMIN_PASSWORD),
-    kill9: async () => {
-      proc.kill('SIGKILL');
-      await exited;
-    },
-  };
+  const run = await startChildServer(data);
+  children.add(run.proc);
+  return { dav: davClient(`http://127.0.0.1:${run.port}`, 'admin', ADMIN_PASSWORD), kill9: run.kill9 };
 }
 
 async function pool<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {

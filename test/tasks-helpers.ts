@@ -1,10 +1,11 @@
 /** Helpers for the task and offline download tests (not a test file itself). */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
-import type { TestServer } from './harness.js';
+import { ADMIN_PASSWORD, type TestServer } from './harness.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 export type Api = Pick<TestServer, 'api'>;
@@ -74,4 +75,57 @@ export function holdPutsOf(ts: TestServer, path: string): { held(): boolean; rel
     return put(ctx, p, ...rest);
   };
   return { held: () => held, release, restore: () => void ((vfs.put = put), release()) };
+}
+
+const ROOT = resolve(import.meta.dirname, '..');
+/** Runs a TypeScript file of this repo in its own Node process (no build needed). */
+export const VITE_NODE = join(ROOT, 'node_modules/vite-node/vite-node.mjs');
+
+export interface ChildRun {
+  proc: ChildProcess;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+  exited: Promise<void>;
+  kill9(): Promise<void>;
+}
+
+/** `node vite-node <script>` with its stdin a pipe (for step-by-step scripts); output collected. */
+export function runTs(script: string, env: Record<string, string | undefined> = process.env): ChildRun {
+  const proc = spawn(process.execPath, [VITE_NODE, script], { cwd: ROOT, env, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  proc.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  proc.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<void>((res) => proc.once('exit', () => res()));
+  return {
+    proc, output: () => out, exited,
+    kill9: async () => {
+      proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/**
+ * A treegate in its own process on `data` (test/tasks-child-server.ts, for kill -9 tests): resolves
+ * with its HTTP port once it listens. SFTP is off; `env` adds to the environment.
+ */
+export async function startChildServer(data: string, env: Record<string, string> = {}): Promise<ChildRun & { port: number }> {
+  const run = runTs(join(ROOT, 'test/tasks-child-server.ts'), {
+    PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_DATA: data, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: '0',
+    TREEGATE_SFTP_ENABLE: 'false', TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, TREEGATE_LOG_LEVEL: 'warn', ...env,
+  });
+  const port = await new Promise<number>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`child did not start: ${run.output()}`)), 30_000);
+    const check = () => {
+      const m = /PORT (\d+)/.exec(run.output());
+      if (m) {
+        clearTimeout(timer);
+        res(Number(m[1]));
+      }
+    };
+    run.proc.stdout!.on('data', check);
+    run.proc.stderr!.on('data', check);
+    run.proc.once('exit', (code) => rej(new Error(`child exited (${code}): ${run.output()}`)));
+  });
+  return { ...run, port };
 }

@@ -10,7 +10,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { Accounts } from '../auth/accounts.js';
 import { JsonStore } from '../store/json-store.js';
-import { TaskManager } from './manager.js';
+import { TaskManager, type TaskManagerOptions } from './manager.js';
 import { DONE_STATES } from './types.js';
 
 let dir: string;
@@ -28,16 +28,25 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+const newCreator = () =>
+  store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
+const newManager = (opts: Partial<TaskManagerOptions>) => new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), ...opts });
+/** A promise the test resolves when it chooses. */
+const gate = () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  return { held, release };
+};
+
 /** Polls until `ok`, giving up after 10 s (the assertions that follow then fail with their message). */
 const until = async (ok: () => boolean | Promise<boolean>) => {
   for (let i = 0; i < 2000 && !(await ok()); i++) await new Promise((r) => setTimeout(r, 5));
 };
 
 it('forgets the oldest finished tasks past keepFinished, in memory and in the store, but not a parent whose child still runs', async () => {
-  const creator = await store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
-  manager = new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), keepFinished: 10, workers: { copy: 4 } });
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
+  const creator = await newCreator();
+  manager = newManager({ keepFinished: 10, workers: { copy: 4 } });
+  const { held, release } = gate();
   manager.register('copy', {
     resumable: false,
     run: async (t) => {
@@ -76,16 +85,15 @@ it('forgets the oldest finished tasks past keepFinished, in memory and in the st
 });
 
 it('a finished task frees its worker before its state is written, and the write still lands', async () => {
-  const creator = await store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
-  manager = new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), workers: { copy: 1 } });
+  const creator = await newCreator();
+  manager = newManager({ workers: { copy: 1 } });
   const ran: string[] = [];
   manager.register('copy', { resumable: false, run: async (t) => void ran.push(t.id) });
   await manager.start();
   manager.resume();
   const m = manager;
   // Hold the writes of finished states: one worker that waited for each would run one task.
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
+  const { held, release } = gate();
   const put = store.tasks.put.bind(store.tasks);
   store.tasks.put = async (rec) => {
     if (DONE_STATES.has(rec.state)) await held;
@@ -104,10 +112,9 @@ it('a finished task frees its worker before its state is written, and the write 
 });
 
 it('keeps finished children while their parent still runs (a resumed folder copy skips the entries whose child exists)', async () => {
-  const creator = await store.users.insert({ username: 'u', salt: 's', pwd_hash: 'h', pwd_ts: 1, base_path: '/', role: 0, disabled: false, permission: 0, sso_id: '', otp_secret: '' });
-  manager = new TaskManager({ store, accounts: new Accounts(store), log: pino({ level: 'silent' }), keepFinished: 10, workers: { copy: 4 } });
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
+  const creator = await newCreator();
+  manager = newManager({ keepFinished: 10, workers: { copy: 4 } });
+  const { held, release } = gate();
   manager.register('copy', {
     resumable: false,
     run: async (t) => {
