@@ -13,8 +13,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import type { Envelope } from '../protocols/rest/envelope.js';
-import { addLocalStorage, checksums, makeFiles, runTs, startChildServer, until, type Api } from './tasks-helpers.js';
+import { addLocalStorage, apiAt, checksums, makeFiles, runTs, startChildServer, until, type Api } from './tasks-helpers.js';
 import type { TaskRecord } from '../src/store/types.js';
 import { KV_FILE, TASKS_FILE } from '../src/store/json-store.js';
 import { KvJournal } from '../src/store/kv-journal.js';
@@ -51,17 +50,7 @@ async function startChild(data: string): Promise<Child> {
   const run = await startChildServer(data);
   children.add(run.proc);
   const { proc, port } = run;
-  const url = `http://127.0.0.1:${port}`;
-  const a: Api = {
-    api: (async (path: string, o: { body?: unknown; token?: string } = {}) => {
-      const res = await fetch(url + path, {
-        method: o.body === undefined ? 'GET' : 'POST',
-        headers: { ...(o.token ? { authorization: o.token } : {}), 'content-type': 'application/json' },
-        body: o.body === undefined ? undefined : JSON.stringify(o.body),
-      });
-      return (await res.json()) as Envelope<unknown>;
-    }) as Api['api'],
-  };
+  const a = apiAt(`http://127.0.0.1:${port}`);
   const login = await a.api<{ token: string }>('/api/auth/login', { body: { username: 'admin', password: ADMIN_PASSWORD } });
   expect(login.code, JSON.stringify(login)).toBe(200);
   return {

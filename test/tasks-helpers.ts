@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { expect } from 'vitest';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
 import type { TaskInfo } from '../src/tasks/types.js';
+import type { Envelope } from '../protocols/rest/envelope.js';
 
 export type Api = Pick<TestServer, 'api'>;
 
@@ -115,7 +116,7 @@ export async function startChildServer(data: string, env: Record<string, string>
     TREEGATE_SFTP_ENABLE: 'false', TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, TREEGATE_LOG_LEVEL: 'warn', ...env,
   });
   const port = await new Promise<number>((res, rej) => {
-    const timer = setTimeout(() => rej(new Error(`child did not start: ${run.output()}`)), 30_000);
+    const timer = setTimeout(() => rej(new Error(`child did not start: ${run.output()}`)), 60_000);
     const check = () => {
       const m = /PORT (\d+)/.exec(run.output());
       if (m) {
@@ -128,4 +129,18 @@ export async function startChildServer(data: string, env: Record<string, string>
     run.proc.once('exit', (code) => rej(new Error(`child exited (${code}): ${run.output()}`)));
   });
   return { ...run, port };
+}
+
+/** The REST API of a server at `url` (a child process) as the helpers above use it. */
+export function apiAt(url: string): Api {
+  return {
+    api: async <T>(path: string, o: { body?: unknown; token?: string } = {}) => {
+      const res = await fetch(url + path, {
+        method: o.body === undefined ? 'GET' : 'POST',
+        headers: { ...(o.token ? { authorization: o.token } : {}), 'content-type': 'application/json' },
+        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+      });
+      return (await res.json()) as Envelope<T>;
+    },
+  } as Api;
 }

@@ -3,73 +3,31 @@
  * dir every task is still listed (finished ones as they were, unfinished ones resumed), the copy
  * completes with equal checksums and the source is intact.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import type { Envelope } from '../protocols/rest/envelope.js';
-import { addLocalStorage, checksums, makeFiles, settle, tasksOf, until, type Api } from './tasks-helpers.js';
+import { addLocalStorage, apiAt, checksums, makeFiles, settle, startChildServer, tasksOf, until, type ChildRun } from './tasks-helpers.js';
 import { startFileServer, type FileServer } from './offline-helpers.js';
 import type { TaskRecord } from '../src/store/types.js';
 import { TASKS_FILE } from '../src/store/json-store.js';
 import { TaskJournal } from '../src/store/task-journal.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
-let child: ChildProcess | undefined;
+let child: ChildRun | undefined;
 let ts: TestServer | undefined;
 let dataDir = '';
 let web: FileServer | undefined;
 let bRoot = '';
 
 afterAll(async () => {
-  if (child && child.exitCode === null) child.kill('SIGKILL');
+  if (child && child.proc.exitCode === null) child.proc.kill('SIGKILL');
   await ts?.close();
   await web?.close();
   if (bRoot) await rm(bRoot, { recursive: true, force: true });
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
-
-/** Start src/server.ts in a child process (vite-node runs the TypeScript); resolves to its port. */
-function startChild(data: string): Promise<number> {
-  child = spawn(process.execPath, [join(ROOT, 'node_modules/vite-node/vite-node.mjs'), join(ROOT, 'test/tasks-child-server.ts')], {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH, HOME: process.env.HOME, TREEGATE_DATA: data, TREEGATE_HTTP_ADDRESS: '127.0.0.1', TREEGATE_HTTP_PORT: '0',
-      TREEGATE_SFTP_ENABLE: 'false', TREEGATE_ADMIN_PASSWORD: ADMIN_PASSWORD, TREEGATE_LOG_LEVEL: 'warn',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  return new Promise((res, rej) => {
-    let out = '';
-    const timer = setTimeout(() => rej(new Error(`child did not start: ${out}`)), 60_000);
-    child!.stdout!.on('data', (c: Buffer) => {
-      out += c.toString();
-      const m = /PORT (\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        res(Number(m[1]));
-      }
-    });
-    child!.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-    child!.once('exit', (code) => rej(new Error(`child exited (${code}): ${out}`)));
-  });
-}
-
-function apiAt(url: string): Api {
-  return {
-    api: async <T>(path: string, o: { body?: unknown; token?: string } = {}) => {
-      const res = await fetch(url + path, {
-        method: o.body === undefined ? 'GET' : 'POST',
-        headers: { ...(o.token ? { authorization: o.token } : {}), 'content-type': 'application/json' },
-        body: o.body === undefined ? undefined : JSON.stringify(o.body),
-      });
-      return (await res.json()) as Envelope<T>;
-    },
-  } as Api;
-}
 
 /** The task records on disk (the journal beside the store), as a restart will read them. */
 async function onDisk(): Promise<TaskRecord[]> {
@@ -79,8 +37,9 @@ async function onDisk(): Promise<TaskRecord[]> {
 
 it('lists every task after a kill -9 and a restart, resumes the copy and leaves the source intact', async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'treegate-kill-'));
-  const port = await startChild(dataDir);
-  const a = apiAt(`http://127.0.0.1:${port}`);
+  const started = await startChildServer(dataDir);
+  child = started;
+  const a = apiAt(`http://127.0.0.1:${started.port}`);
   const login = await a.api<{ token: string }>('/api/auth/login', { body: { username: 'admin', password: ADMIN_PASSWORD } });
   const admin = login.data!.token;
   bRoot = await addLocalStorage(a, admin, '/b');
@@ -106,8 +65,7 @@ it('lists every task after a kill -9 and a restart, resumes the copy and leaves 
     const n = (await onDisk()).filter((t) => t.kind === 'copy' && t.state === 2).length;
     return n >= 5 ? n : undefined;
   }, 30_000, 10);
-  child!.kill('SIGKILL');
-  await new Promise((res) => (child!.exitCode !== null ? res(null) : child!.once('exit', res)));
+  await child.kill9();
 
   // What the dead process left on disk: the store holds both finished and unfinished tasks.
   const stored = await onDisk();

@@ -103,10 +103,6 @@ export class Journal<V> {
     return this.records.get(key);
   }
 
-  has(key: string): boolean {
-    return this.records.has(key);
-  }
-
   values(): IterableIterator<V> {
     return this.records.values();
   }
