@@ -10,6 +10,8 @@ import { JsonStore } from '../store/json-store.js';
 import { Accounts, type LoginResult } from './accounts.js';
 import { hashPassword, newSalt } from './passwords.js';
 import { PERM, ROLE } from './principal.js';
+import { MAX_OTP_FAILURES } from './otp-guard.js';
+import { authenticator } from 'otplib';
 
 let dir: string;
 let store: JsonStore;
@@ -82,5 +84,28 @@ describe('the verified-credential cache', () => {
     expect(userOf(await basic('bob', 'bob-pass'))).toBe('bob');
     expect(userOf(await basic('ann', 'bob-pass'))).toBe('bad_password');
     expect(userOf(await basic('ann', 'ann-pass'))).toBe('ann');
+  });
+});
+
+describe('2FA code guessing', () => {
+  const SECRET = 'JBSWY3DPEHPK3PXP';
+  const login = (otp: string, ip: string) => accounts.authenticate({ username: 'ann', password: 'ann-pass', otp, ip, protocol: 'rest' });
+  const wrongCode = () => {
+    const right = authenticator.generate(SECRET);
+    return String((Number(right) + 500_000) % 1_000_000).padStart(6, '0');
+  };
+
+  it('is limited per account: wrong codes from many addresses lock the user, not only each address', async () => {
+    const id = await addUser('ann', 'ann-pass');
+    await store.users.update(id, { otp_secret: SECRET });
+    // One wrong code from each address: no address comes near its own limit.
+    for (let i = 0; i < MAX_OTP_FAILURES; i++) expect(userOf(await login(wrongCode(), `10.0.0.${i + 1}`))).toBe('otp_required');
+    // Now even the right code, from an address never seen, is refused.
+    expect(userOf(await login(authenticator.generate(SECRET), '10.0.1.1'))).toBe('throttled');
+    // A wrong password is still just a wrong password (the lock is on code attempts).
+    expect(userOf(await accounts.authenticate({ username: 'ann', password: 'nope', otp: '000000', ip: '10.0.1.2', protocol: 'rest' }))).toBe('bad_password');
+    // A new password (set by an admin, or by the user elsewhere) ends the lock.
+    await accounts.setPassword(id, 'ann-pass');
+    expect(userOf(await login(authenticator.generate(SECRET), '10.0.1.3'))).toBe('ann');
   });
 });

@@ -10,6 +10,7 @@ import type { UserRecord } from '../store/types.js';
 import { ROLE, can, type Principal, type Protocol, type Role } from './principal.js';
 import { hashPassword, newSalt, staticHash, verifyStatic } from './passwords.js';
 import { ipKey, LoginThrottle } from './throttle.js';
+import { OtpGuard } from './otp-guard.js';
 import { normalize } from '../paths.js';
 
 export type LoginFailure =
@@ -89,6 +90,8 @@ const sha256: (data: string) => string =
 
 export class Accounts {
   readonly throttle = new LoginThrottle();
+  /** 2FA code guessing, per user (the throttle above counts per client address). */
+  readonly otpGuard = new OtpGuard();
   /** keyed digest of (protocol, username, password) → the login it gave. */
   private readonly verified = new Map<string, VerifiedCredential>();
   /** Running checks of credentials not (or no longer) in `verified`: client IP + `verified` key → check. */
@@ -168,12 +171,18 @@ export class Accounts {
       // out their IP. It does not clear the IP's failures either. A code given (REST sends '' when
       // absent, as AList counts it) must be right.
       if (req.otp === undefined) return { ok: false, reason: 'otp_required' };
+      // Too many wrong codes for this user, from wherever they came (otp-guard.ts).
+      if (!this.otpGuard.allow(user.id, user.pwd_ts)) return fail('throttled');
       const step = totpStep(user.otp_secret, req.otp);
       const spent = `${user.id} ${user.otp_secret}`;
       // A code of a step already used (the same code again, or an older one) is refused like a wrong
       // one. Checked and recorded in one synchronous step, so parallel logins cannot both pass.
-      if (step === null || step <= (this.otpSteps.get(spent) ?? -Infinity)) return fail('otp_required');
+      if (step === null || step <= (this.otpSteps.get(spent) ?? -Infinity)) {
+        this.otpGuard.fail(user.id, user.pwd_ts);
+        return fail('otp_required');
+      }
       this.otpSteps.set(spent, step);
+      this.otpGuard.succeed(user.id);
     }
     const principal = principalOf(user);
     if (user.disabled) return { ok: false, reason: 'disabled' };
