@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
@@ -213,6 +214,29 @@ describe('aria2', () => {
     expect(await readdir(storage('bt'))).toEqual(['q3.bin']);
     expect((await readFile(storage('bt/q3.bin'))).equals(btPayload)).toBe(true);
     expect(await jobsOf(t.id)).toEqual([]);
+  });
+
+  it('checks each connection aria2 makes when it is made: a redirect to loopback after the URL passed its checks is refused', async () => {
+    // The URL passes while private addresses are allowed; then, before answering, the server turns
+    // them off and redirects to loopback. Checks of the URL alone have passed by then; aria2's
+    // connection for the redirect goes through the egress proxy, which checks it.
+    const flip = createServer((req, res) => {
+      void setting('offline_download_allow_private', 'false').then(() => res.writeHead(302, { location: `${web.url}/other.bin` }).end());
+    });
+    await new Promise<void>((r) => flip.listen(0, '127.0.0.1', r));
+    web.hits.length = 0;
+    try {
+      const t = await download({ urls: [`http://127.0.0.1:${(flip.address() as { port: number }).port}/flip`], path: '/flipped', tool: 'aria2' });
+      expect(t.state).toBe(7);
+      expect(ts.logs.filter((l) => l.includes('connection refused by the SSRF rule'))).toHaveLength(1);
+      // (aria2's failure is retried, and the retry's own check of the URL refuses it by now.)
+      expect(t.error).toMatch(/^aria2: |loopback, private or link-local/);
+      expect(web.hits).toEqual([]);
+      expect(await exists(storage('flipped'))).toBe(false);
+    } finally {
+      ok(await setting('offline_download_allow_private', 'true'));
+      await new Promise((r) => flip.close(r));
+    }
   });
 
   it('downloads through aria2 into the target folder with the right bytes', async () => {

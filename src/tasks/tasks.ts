@@ -54,7 +54,7 @@ export class Tasks {
     };
     this.manager = new TaskManager({ store: opts.store, accounts: opts.accounts, log: opts.log, workers: opts.workers, limit });
     this.uploads = new Uploads(this.manager, opts.vfs, opts.tempDir);
-    this.offline = new Offline(this.manager, opts.vfs, opts.settings, hostJoin(opts.tempDir), opts.pollMs);
+    this.offline = new Offline(this.manager, opts.vfs, opts.settings, hostJoin(opts.tempDir), opts.log, opts.pollMs);
     this.manager.register('copy', copyRunner(opts.vfs));
     this.manager.register('upload', this.uploads.runner());
     this.manager.register('offline_download', this.offline.downloadRunner());
@@ -95,8 +95,9 @@ export class Tasks {
     this.unsubscribe = this.opts.settings.onChange(check);
   }
 
-  close(): Promise<void> {
+  async close(): Promise<void> {
     this.unsubscribe?.();
-    return this.manager.close();
+    await this.manager.close();
+    await this.offline.close();
   }
 }

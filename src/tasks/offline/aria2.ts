@@ -39,6 +39,17 @@ const JOB_OPTIONS = { 'file-allocation': 'none', 'seed-time': '0', 'follow-torre
 
 class Aria2Timeout extends Error {}
 
+/** Whether a URL's host is this machine (a loopback name or address). */
+export function isLoopbackUrl(text: string): boolean {
+  let host: string;
+  try {
+    host = new URL(text).hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
 /** Remove every file under `dir` that is not in `keep` (absolute paths), then the folders left empty. */
 export async function keepOnly(dir: string, keep: ReadonlySet<string>): Promise<void> {
   for (const e of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
@@ -58,7 +69,13 @@ export class Aria2Tool implements OfflineTool {
   readonly followsRedirects = true;
   private version = '';
 
-  constructor(private readonly settings: Settings, private readonly pollMs = 1000, private readonly maxBytes: () => number = () => 0) {}
+  constructor(
+    private readonly settings: Settings,
+    private readonly pollMs = 1000,
+    private readonly maxBytes: () => number = () => 0,
+    /** The egress proxy's URL (egress-proxy.ts), for an aria2 on this machine. */
+    private readonly proxyUrl?: () => Promise<string>,
+  ) {}
 
   ready(): boolean {
     return this.version !== '';
@@ -107,8 +124,22 @@ export class Aria2Tool implements OfflineTool {
     }
   }
 
+  /**
+   * Options of a job: its folder, JOB_OPTIONS, and for an aria2 on this machine the egress proxy
+   * for http and https (the SSRF rule checked at each connection, egress-proxy.ts). An aria2
+   * elsewhere cannot reach a proxy on loopback: its connections are checked only as URLs (ssrf.ts).
+   */
+  private async jobOptions(dir: string): Promise<Record<string, string>> {
+    const options: Record<string, string> = { dir, ...JOB_OPTIONS };
+    if (this.proxyUrl && isLoopbackUrl(this.settings.get('aria2_uri'))) {
+      const proxy = await this.proxyUrl();
+      Object.assign(options, { 'http-proxy': proxy, 'https-proxy': proxy });
+    }
+    return options;
+  }
+
   async download(job: DownloadJob): Promise<void> {
-    const first = await this.rpc<string>('aria2.addUri', [[job.url.href], { dir: job.dir, ...JOB_OPTIONS }], job.signal);
+    const first = await this.rpc<string>('aria2.addUri', [[job.url.href], await this.jobOptions(job.dir)], job.signal);
     const all = [first];
     job.patch({ gid: first });
     const stop = () => void this.drop(all);

@@ -15,6 +15,7 @@
 import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
 import { basename as hostBase, dirname as hostDir, join as hostJoin, relative as hostRelative, sep as hostSep } from 'node:path';
+import type { Logger } from 'pino';
 import { can, type AccessContext } from '../../auth/principal.js';
 import { VfsError } from '../../errors.js';
 import { join } from '../../paths.js';
@@ -25,6 +26,7 @@ import { FatalTaskError, type TaskManager } from '../manager.js';
 import { TASK_STATE, type KindRunner, type TaskInfo } from '../types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf } from '../where.js';
 import { Aria2Tool } from './aria2.js';
+import { EgressProxy } from './egress-proxy.js';
 import { QbittorrentTool } from './qbittorrent.js';
 import { resolveRedirects, SimpleHttpTool } from './simple-http.js';
 import { SsrfGuard } from './ssrf.js';
@@ -49,6 +51,7 @@ function shouldDelete(policy: string, succeeded: boolean): boolean {
 
 export class Offline {
   readonly guard: SsrfGuard;
+  private readonly egress: EgressProxy;
   private readonly tools: OfflineTool[];
 
   constructor(
@@ -56,11 +59,18 @@ export class Offline {
     private readonly vfs: VfsApi,
     private readonly settings: Settings,
     private readonly tempRoot: string,
+    log: Logger,
     pollMs = 1000,
   ) {
     this.guard = new SsrfGuard(() => settings.bool('offline_download_allow_private'));
     const max = () => settings.number('offline_download_max_size');
-    this.tools = [new Aria2Tool(settings, pollMs, max), new QbittorrentTool(settings, pollMs, max), new SimpleHttpTool(this.guard, max)];
+    this.egress = new EgressProxy(this.guard, log);
+    this.tools = [new Aria2Tool(settings, pollMs, max, () => this.egress.url()), new QbittorrentTool(settings, pollMs, max), new SimpleHttpTool(this.guard, max)];
+  }
+
+  /** Stop the egress proxy (its open connections are cut; their downloads fail). */
+  close(): Promise<void> {
+    return this.egress.close();
   }
 
   tool(name: string): OfflineTool | undefined {

@@ -3,13 +3,13 @@
  * private, link-local, multicast or otherwise non-public address is refused unless the setting
  * `offline_download_allow_private` is "true". SimpleHttp also connects through `guardedLookup`, so
  * the address actually dialled is the one checked (no DNS-rebinding window), and re-checks every
- * redirect hop. aria2 and qBittorrent fetch URLs themselves: their URLs (and every URL inside a
- * magnet link) are checked when added and again when the task runs, and redirects of an http(s)
- * URL are resolved beforehand by `resolveRedirects` (simple-http.ts), the tool getting the final
- * URL. Their own DNS lookups and a server that redirects differently the second time are beyond
- * this check.
+ * redirect hop; so does the egress proxy an aria2 on this machine fetches http(s) through
+ * (egress-proxy.ts). The tools' URLs (and every URL inside a magnet link) are checked when added and
+ * again when the task runs, and redirects of an http(s) URL are resolved beforehand by
+ * `resolveRedirects` (simple-http.ts), the tool getting the final URL. What a tool fetches by
+ * itself (qBittorrent, an aria2 elsewhere, aria2's ftp and sftp) is beyond a check at connect time.
  */
-import { lookup } from 'node:dns';
+import { lookup, type LookupAddress } from 'node:dns';
 import { lookup as lookupAsync } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { VfsError } from '../../errors.js';
@@ -58,6 +58,9 @@ function parseOr(text: string): URL {
   }
 }
 
+/** dns.lookup with `all: true`: how names are resolved (tests give their own). */
+export type Resolver = (hostname: string, options: { all: true; verbatim: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
 export class SsrfGuard {
   private readonly blocked = blockList();
 
@@ -102,10 +105,13 @@ export class SsrfGuard {
     if (addrs.some((a) => this.isBlocked(a))) throw this.refused();
   }
 
-  /** A `lookup` for http.request: resolves, refuses blocked addresses, returns what was checked. */
-  lookup(): LookupFunction {
+  /**
+   * A `lookup` for http.request and net.connect: resolves (with `resolve`, the system's by default),
+   * refuses blocked addresses, returns what was checked.
+   */
+  lookup(resolve: Resolver = lookup): LookupFunction {
     return (hostname, options, callback) => {
-      lookup(hostname, { all: true, verbatim: true }, (err, addrs) => {
+      resolve(hostname, { all: true, verbatim: true }, (err, addrs) => {
         if (err) return callback(err, '', 0);
         if (!this.allowPrivate() && addrs.some((a) => this.isBlocked(a.address))) return callback(this.refused() as unknown as NodeJS.ErrnoException, '', 0);
         const wanted = options.family === 4 || options.family === 6 ? addrs.filter((a) => a.family === options.family) : addrs;
