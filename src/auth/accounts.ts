@@ -102,7 +102,7 @@ export class Accounts {
    * 6238 §5.2): without this, a code seen or relayed (a shoulder, a phishing page) was a second
    * login for the rest of its 90-second window. In memory only: a restart forgets at most 90 s.
    */
-  private readonly otpSteps = new Map<string, number>();
+  private readonly otpSteps = new Map<number, { secret: string; step: number }>();
   /** onUsersChange listeners: holders of long-lived logins (SFTP connections). */
   private readonly usersListeners = new Set<() => void>();
 
@@ -174,14 +174,17 @@ export class Accounts {
       // Too many wrong codes for this user, from wherever they came (otp-guard.ts).
       if (!this.otpGuard.allow(user.id, user.pwd_ts)) return fail('throttled');
       const step = totpStep(user.otp_secret, req.otp);
-      const spent = `${user.id} ${user.otp_secret}`;
+      // Per user (one entry each, whatever number of secrets they went through): keyed by user and
+      // secret, a user re-enrolling 2FA again and again grew the map without end.
+      const last = this.otpSteps.get(user.id);
+      const spent = last && last.secret === user.otp_secret ? last.step : -Infinity;
       // A code of a step already used (the same code again, or an older one) is refused like a wrong
       // one. Checked and recorded in one synchronous step, so parallel logins cannot both pass.
-      if (step === null || step <= (this.otpSteps.get(spent) ?? -Infinity)) {
+      if (step === null || step <= spent) {
         this.otpGuard.fail(user.id, user.pwd_ts);
         return fail('otp_required');
       }
-      this.otpSteps.set(spent, step);
+      this.otpSteps.set(user.id, { secret: user.otp_secret, step });
       this.otpGuard.succeed(user.id);
     }
     const principal = principalOf(user);

@@ -32,6 +32,15 @@ const KEY_TYPES = new Set(['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nis
  */
 export const MAX_KEY_TEXT = 64 * 1024;
 
+/**
+ * Keys one user may hold, and the longest title. Each key is a store record, and the store is written
+ * whole on every change: a user without any file permission added 100 keys with 1 MB titles and made
+ * store.json 100 MB (every later write then took about a second).
+ */
+export const MAX_KEYS_PER_USER = 100;
+export const MAX_TITLE = 256;
+export const TOO_MANY_KEYS = `at most ${MAX_KEYS_PER_USER} keys per user`;
+
 export const KEY_INVALID = 'provided key invalid';
 export const TITLE_EXISTS = 'key with the same title already exists';
 export const KEY_NOT_FOUND = 'failed to get public key';
@@ -109,7 +118,10 @@ export async function listKeys(store: Store, userId: number): Promise<SshKeyReco
  */
 export async function addKey(store: Store, userId: number, title: string, text: string): Promise<SshKeyRecord> {
   const keyStr = text.trim();
-  if ((await listKeys(store, userId)).some((k) => k.title === title)) throw new VfsError('EXISTS', TITLE_EXISTS);
+  if (title.length > MAX_TITLE) throw new VfsError('INVALID', `title too long: at most ${MAX_TITLE} characters`);
+  const keys = await listKeys(store, userId);
+  if (keys.some((k) => k.title === title)) throw new VfsError('EXISTS', TITLE_EXISTS);
+  if (keys.length >= MAX_KEYS_PER_USER) throw new VfsError('INVALID', TOO_MANY_KEYS);
   const key = keyStr.length <= MAX_KEY_TEXT ? parseAuthorizedKey(keyStr) : undefined;
   if (!key) throw new VfsError('INVALID', KEY_INVALID);
   const now = isoWithOffset();

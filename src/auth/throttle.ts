@@ -9,6 +9,12 @@ import { isIP } from 'node:net';
 
 export const MAX_FAILURES = 5;
 export const LOCK_MS = 5 * 60 * 1000;
+/**
+ * Addresses tracked at most. Past it, those whose last failure is oldest are forgotten (a tenth at a
+ * time): a client with many addresses (an IPv6 /48 holds 65,536 /64s) made the map grow without end,
+ * and every failure past 100,000 live entries walked them all (30,000 more failures: 68 s of CPU).
+ */
+export const MAX_TRACKED = 100_000;
 
 /**
  * The counter's key for a client address. A socket listening on `::` reports an IPv4 client as
@@ -95,8 +101,10 @@ export class LoginThrottle {
     e.failures += 1;
     if (e.user !== user) e.user = null;
     e.until = this.now() + LOCK_MS;
+    // Re-inserted, so the map's order is the order of last failures (the oldest first).
+    this.entries.delete(ip);
     this.entries.set(ip, e);
-    if (this.entries.size > 100_000) this.sweep();
+    if (this.entries.size > MAX_TRACKED) this.trim();
   }
 
   /**
@@ -111,9 +119,12 @@ export class LoginThrottle {
     if (e && (isAdmin || e.user === digest(username))) this.entries.delete(ip);
   }
 
-  private sweep(): void {
-    const t = this.now();
-    for (const [ip, e] of this.entries) if (t > e.until) this.entries.delete(ip);
+  /** Drop the oldest entries (expired ones come first) down to nine tenths of MAX_TRACKED. */
+  private trim(): void {
+    for (const ip of this.entries.keys()) {
+      if (this.entries.size <= MAX_TRACKED * 0.9) return;
+      this.entries.delete(ip);
+    }
   }
 }
 

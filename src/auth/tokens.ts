@@ -18,6 +18,9 @@ export interface TokenClaims {
   exp: number;
 }
 
+/** Logged-out tokens remembered per user; past it a logout ends all of the user's tokens (revoke). */
+export const MAX_REVOKED_PER_USER = 64;
+
 export type TokenCheck = { ok: true; claims: TokenClaims } | { ok: false; message: string };
 
 export class Tokens {
@@ -55,9 +58,17 @@ export class Tokens {
     }
   }
 
-  /** Logout: the token stays refused until it would have expired anyway. */
-  async revoke(claims: TokenClaims): Promise<void> {
+  /**
+   * Logout: the token stays refused until it would have expired anyway. False, with nothing stored,
+   * when the user already has MAX_REVOKED_PER_USER tokens refused this way: the caller then ends all
+   * of the user's tokens at once (a new pwd_ts). Each entry is kept in the store, written whole on
+   * every change, for token_expires_in: a login + logout loop (10 a second here, the guest's too when
+   * it is enabled) grew it without bound, by 1.8 million entries in the default 48 hours.
+   */
+  async revoke(claims: TokenClaims): Promise<boolean> {
     await this.store.revokedTokens.purge(Math.floor(Date.now() / 1000));
-    await this.store.revokedTokens.add({ id: claims.jti, exp: claims.exp });
+    if ((await this.store.revokedTokens.countOf(claims.uid)) >= MAX_REVOKED_PER_USER) return false;
+    await this.store.revokedTokens.add({ id: claims.jti, exp: claims.exp, uid: claims.uid });
+    return true;
   }
 }

@@ -377,6 +377,7 @@ export class JsonStore implements Store {
         await this.flush();
       },
       has: async (id) => this.db.data.revokedTokens.some((t) => t.id === id),
+      countOf: async (uid) => this.db.data.revokedTokens.reduce((n, t) => (t.uid === uid ? n + 1 : n), 0),
       purge: async (nowSec) => {
         const before = this.db.data.revokedTokens.length;
         this.db.data.revokedTokens = this.db.data.revokedTokens.filter((t) => t.exp >= nowSec);

@@ -46,6 +46,8 @@ export interface SettingRepo {
 export interface RevocationRepo {
   add(t: RevokedToken): Promise<void>;
   has(id: string): Promise<boolean>;
+  /** Entries of tokens of user `uid`. */
+  countOf(uid: number): Promise<number>;
   /** Drop entries whose exp is before `nowSec`. */
   purge(nowSec: number): Promise<void>;
 }

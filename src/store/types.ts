@@ -97,4 +97,6 @@ export interface RevokedToken {
   id: string;
   /** Unix seconds; the entry can be purged after this. */
   exp: number;
+  /** The token's user (absent in entries written by older versions). */
+  uid?: number;
 }

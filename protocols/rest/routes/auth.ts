@@ -55,7 +55,13 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.get('/api/auth/logout', async (req) => {
     // Only login tokens can be revoked; the guest and the admin API token have nothing to end.
-    if (req.tokenClaims) await core.tokens.revoke(req.tokenClaims);
+    const claims = req.tokenClaims;
+    if (claims && !(await core.tokens.revoke(claims))) {
+      // The user has many logged-out tokens still unexpired: end them all with a new pwd_ts instead.
+      const user = await core.accounts.byId(claims.uid);
+      if (user) await core.store.users.update(user.id, { pwd_ts: core.accounts.nextPwdTs(user) });
+      core.accounts.forgetCredentials();
+    }
     return ok();
   });
 
