@@ -16,6 +16,12 @@ import { WriteHandle, type ReorderBudget } from './write-handle.js';
 const { OPEN_MODE } = ssh2.utils.sftp;
 /** Open handles per channel: bounds fds and streams a client can pin (advertised in limits). */
 export const MAX_HANDLES = 256;
+/**
+ * Open handles of one user over all their channels and connections: MAX_HANDLES alone bounded a
+ * channel, and one connection with 40 channels held 10,240 file descriptors (the process limit is
+ * the whole server's: HTTP and the store then fail with EMFILE).
+ */
+export const MAX_HANDLES_PER_USER = 1024;
 
 export type Handle = DirHandle | ReadHandle | WriteHandle;
 
@@ -32,6 +38,8 @@ export interface HandleTableDeps {
   exclusive?: Set<string>;
   /** Out-of-order WRITE bytes held in memory by every upload of this server (write-handle.ts). */
   reorder?: ReorderBudget;
+  /** Open handles per user id, over every session of this server (MAX_HANDLES_PER_USER). */
+  userHandles?: Map<number, number>;
 }
 
 export class HandleTable {
@@ -40,6 +48,7 @@ export class HandleTable {
   /** OPEN/OPENDIR requests under way: clients pipeline them, so MAX_HANDLES counts these too. */
   private opening = 0;
   private readonly uploadsClosing = new Set<Promise<unknown>>();
+  private readonly uid: number;
 
   /**
    * `releaseChunk` hands WRITE packet memory back once the driver wrote it (write-pool.ts);
@@ -49,7 +58,18 @@ export class HandleTable {
     private readonly d: HandleTableDeps,
     private readonly releaseChunk: (chunk: Buffer) => void,
     private readonly ended: () => boolean,
-  ) {}
+  ) {
+    this.uid = d.ctx.principal.userId;
+  }
+
+  /** Count `delta` handles to this table's user (userHandles). */
+  private charge(delta: number): void {
+    const m = this.d.userHandles;
+    if (!m) return;
+    const n = (m.get(this.uid) ?? 0) + delta;
+    if (n > 0) m.set(this.uid, n);
+    else m.delete(this.uid);
+  }
 
   /** Uploads whose CLOSE is being carried out (SftpSession.teardown waits for them). */
   get closing(): ReadonlySet<Promise<unknown>> {
@@ -85,6 +105,7 @@ export class HandleTable {
   async close(id: Buffer): Promise<void> {
     const hd = this.get(id);
     this.handles.delete(id.toString('hex'));
+    this.charge(-1);
     if (hd.kind === 'read') hd.close();
     else if (hd.kind === 'write') {
       const landing = hd.close();
@@ -106,6 +127,7 @@ export class HandleTable {
         void h.settled();
       }
     }
+    this.charge(-this.handles.size);
     this.handles.clear();
   }
 
@@ -113,6 +135,7 @@ export class HandleTable {
     const id = Buffer.alloc(4);
     id.writeUInt32BE(this.nextHandle++ >>> 0, 0);
     this.handles.set(id.toString('hex'), h);
+    this.charge(1);
     return id;
   }
 
@@ -122,6 +145,7 @@ export class HandleTable {
    */
   private async reserved<T>(fn: (taken: () => void) => Promise<T>): Promise<T> {
     if (this.handles.size + this.opening >= MAX_HANDLES) throw new VfsError('INVALID', 'too many open handles');
+    if ((this.d.userHandles?.get(this.uid) ?? 0) + this.opening >= MAX_HANDLES_PER_USER) throw new VfsError('INVALID', 'too many open handles for this user');
     this.opening++;
     let held = true;
     const taken = () => {
@@ -174,7 +198,7 @@ export class HandleTable {
     try {
       await w.start();
     } catch (e) {
-      this.handles.delete(hid.toString('hex'));
+      if (this.handles.delete(hid.toString('hex'))) this.charge(-1);
       if (claim !== undefined) this.d.exclusive?.delete(claim);
       return missingParent(vfs, ctx, path, e);
     }

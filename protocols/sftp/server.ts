@@ -21,6 +21,7 @@ import type { Connection, ServerChannel, ServerConfig, Session } from 'ssh2';
 import type { Core } from '../../src/core.js';
 import type { AccessContext, Principal } from '../../src/auth/principal.js';
 import { VfsError } from '../../src/errors.js';
+import { ipKey } from '../../src/auth/throttle.js';
 import { recheckLogin, SftpAuth } from './auth.js';
 import { loadHostKeys } from './hostkeys.js';
 import { attachPacketArena } from './packet-arena.js';
@@ -47,6 +48,18 @@ const ALGORITHMS: ServerConfig['algorithms'] = {
 const ONLY_SFTP = 'This service allows SFTP connections only.\r\n';
 /** Unauthenticated connections get at most this long (or the idle timeout, if shorter). */
 const LOGIN_GRACE_MS = 120_000;
+/**
+ * Connections not logged in yet, per client address (counted as the login throttle counts them) and
+ * in all, as OpenSSH's MaxStartups: past either, a new connection is closed at once. Each holds a
+ * socket and its 256 KiB read buffer. Room for clients that log in many connections at once (rclone
+ * with --transfers 32, the race probe's 20 parallel clients).
+ */
+export const MAX_STARTUPS_PER_IP = 64;
+export const MAX_STARTUPS = 1024;
+/** SFTP channels open at once on one connection (OpenSSH's MaxSessions is 10). */
+export const MAX_CHANNELS = 16;
+/** Logged-in connections of one user at once (each holds buffers of its own: a read buffer, per-channel pools). */
+export const MAX_CONNECTIONS_PER_USER = 64;
 /** How long close() lets connections end before destroying their sockets. */
 const CLOSE_GRACE_MS = 3_000;
 
@@ -108,7 +121,10 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   /** Each connection's open SFTP sessions (one per channel). */
   const connections = new Set<Set<SftpSession>>();
   /** Live sockets (and their read buffers) by remote address:port: how onClient, given only ssh2's info, finds them. */
-  const byPeer = new Map<string, { socket: Socket; reads?: ReusedReads }>();
+  const byPeer = new Map<string, { socket: Socket; reads?: ReusedReads; loggedIn(): void }>();
+  /** Connections not logged in yet, by ipKey, and their number (MAX_STARTUPS). */
+  const startups = new Map<string, number>();
+  let startupsTotal = 0;
   const peerKey = (ip: string | undefined, port: number | undefined) => `${ip}|${port}`;
   /** Logged-in connections: each re-reads its user after a users change. */
   const logins = new Set<{ recheck(): void }>();
@@ -116,12 +132,15 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const exclusive = new Set<string>();
   /** Out-of-order WRITE bytes held by all uploads (SessionDeps.reorder). */
   const reorder = { held: 0 };
+  /** Open handles per user id (handles.ts MAX_HANDLES_PER_USER) and logged-in connections per user id. */
+  const userHandles = new Map<number, number>();
+  const userConnections = new Map<number, number>();
   const unsubscribe = core.accounts.onUsersChange(() => {
     for (const l of logins) l.recheck();
   });
 
   const onClient = (client: Connection, ip: string, port: number | undefined) => {
-    const { socket, reads } = byPeer.get(peerKey(ip, port)) ?? {};
+    const { socket, reads, loggedIn } = byPeer.get(peerKey(ip, port)) ?? {};
     const batch = socket ? batcher(socket) : undefined;
     if (socket && !attachPacketArena(client, socket)) log.debug('ssh2 internals differ: outgoing packets use ordinary buffers');
     if (reads && !reads.attach(client)) log.debug('ssh2 internals differ: socket reads are copied');
@@ -173,7 +192,19 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
           );
         },
       };
+      const held = userConnections.get(loginUser.id) ?? 0;
+      if (held >= MAX_CONNECTIONS_PER_USER) {
+        log.info({ ip, user: loginUser.username }, `sftp: more than ${MAX_CONNECTIONS_PER_USER} connections of this user, closing`);
+        return void client.end();
+      }
+      userConnections.set(loginUser.id, held + 1);
+      client.on('close', () => {
+        const n = (userConnections.get(loginUser.id) ?? 1) - 1;
+        if (n > 0) userConnections.set(loginUser.id, n);
+        else userConnections.delete(loginUser.id);
+      });
       logins.add(login);
+      loggedIn?.();
       client.on('close', () => logins.delete(login));
       // After login the idle timeout proper applies.
       clearTimeout(timer);
@@ -187,7 +218,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       client.on('session', (acceptSession) => {
         const session: Session = acceptSession();
         session.on('sftp', (accept, reject) => {
-          if (revoked) return reject();
+          if (revoked || sessions.size >= MAX_CHANNELS) return reject();
           touchIdle();
           // One AccessContext per channel: its signal stops that channel's VFS calls when it ends.
           // SftpSession keeps this object and the VFS reads ctx.principal on every call, so a getter
@@ -205,7 +236,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
             signal: abort.signal,
           };
           const channel = accept();
-          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder });
+          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder, userHandles });
           sessions.add(s);
           // One connection may carry thousands of channels (OpenSSH ControlMaster: one per `sftp` run).
           channel.once('close', () => sessions.delete(s));
@@ -250,15 +281,35 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   let allClosed: (() => void) | undefined;
   // Paused: withReusedReads moves the connection to a socket reading into a reused buffer.
   const tcp = createServer({ pauseOnConnect: true }, (accepted) => {
+    const ipk = ipKey(accepted.remoteAddress ?? '');
+    if (startupsTotal >= MAX_STARTUPS || (startups.get(ipk) ?? 0) >= MAX_STARTUPS_PER_IP) return void accepted.destroy();
     const peer = withReusedReads(accepted);
     const { socket } = peer;
     socket.setNoDelay(true);
     sockets.add(socket);
+    // Counted until it logs in, and cut off at the login grace counted from here: ssh2 reports a
+    // connection (onClient, which has its own timer) only once the client's ident line arrived, so one
+    // that sent nothing was kept for good.
+    startupsTotal++;
+    startups.set(ipk, (startups.get(ipk) ?? 0) + 1);
+    const grace = setTimeout(() => socket.destroy(), Math.min(idleMs, LOGIN_GRACE_MS));
+    grace.unref();
+    let counted = true;
+    const loggedIn = () => {
+      if (!counted) return;
+      counted = false;
+      clearTimeout(grace);
+      startupsTotal--;
+      const n = (startups.get(ipk) ?? 1) - 1;
+      if (n > 0) startups.set(ipk, n);
+      else startups.delete(ipk);
+    };
     const key = peerKey(socket.remoteAddress, socket.remotePort);
-    byPeer.set(key, peer);
+    byPeer.set(key, { ...peer, loggedIn });
     socket.once('close', () => {
+      loggedIn();
       sockets.delete(socket);
-      if (byPeer.get(key) === peer) byPeer.delete(key);
+      if (byPeer.get(key)?.socket === socket) byPeer.delete(key);
       if (sockets.size === 0) allClosed?.();
     });
     // ssh2 reads the banner from this config object when the socket is injected.

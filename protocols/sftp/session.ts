@@ -14,9 +14,17 @@ import { HandleTable, MAX_HANDLES, type Handle, type HandleTableDeps } from './h
 import { advertiseExtensions, MAX_RW, sendExitStatus, trySendData } from './openssh-ext.js';
 import { ReplyGate } from './reply-gate.js';
 import { missingParent, statOrUndefined } from './vfs-lookups.js';
-import { WriteGate } from './write-gate.js';
+import { MAX_REQUESTS, WriteGate } from './write-gate.js';
 import { WritePool } from './write-pool.js';
 import type { WriteHandle } from './write-handle.js';
+
+/**
+ * Requests under way on one channel past which it is closed. The window gate (write-gate.ts) stops
+ * a client at MAX_REQUESTS, but the window it already holds (ssh2's 2 MiB) carries some 70,000 more
+ * 30-byte READs, each about 1.6 KB while it waits: only a client that never takes its answers gets
+ * here (OpenSSH keeps 64 requests in flight, rclone about as many).
+ */
+const MAX_REQUESTS_HARD = 4 * MAX_REQUESTS;
 
 /** How long a client EOF waits for in-flight requests (a CLOSE finishing its put) before closing. */
 const EOF_DRAIN_MS = 30_000;
@@ -56,6 +64,8 @@ export class SftpSession {
   private inflight = 0;
   private idle?: () => void;
   private ended = false;
+  /** Closed for holding MAX_REQUESTS_HARD requests: later ones are dropped. */
+  private overloaded = false;
 
   /** Memory for WRITE packets, handed back by the driver once written (write-pool.ts). */
   private readonly writePool = new WritePool();
@@ -88,8 +98,17 @@ export class SftpSession {
   }
 
   /** Run one request: any throw becomes the mapped STATUS; `answered` runs once the answer is out (write-gate.ts). */
-  private run(reqId: number, fn: () => Promise<void>, answered?: () => void): void {
+  private run(reqId: number, fn: () => Promise<void>, answered: () => void = this.writes.taken(0)): void {
     this.d.touch();
+    if (this.inflight >= MAX_REQUESTS_HARD || this.overloaded) {
+      answered();
+      if (this.overloaded) return;
+      this.overloaded = true;
+      this.d.log.info({ ip: this.ctx.ip, requests: this.inflight }, 'sftp channel: too many requests under way, closing it');
+      this.teardown(true);
+      this.sftp.end();
+      return;
+    }
     this.inflight++;
     fn()
       .catch((e: unknown) => {
@@ -98,7 +117,7 @@ export class SftpSession {
         this.out().status(reqId, s.code, s.message);
       })
       .finally(() => {
-        answered?.();
+        answered();
         if (--this.inflight === 0) this.idle?.();
       });
   }

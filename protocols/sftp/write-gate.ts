@@ -11,9 +11,17 @@ import type { SFTPWrapper } from 'ssh2';
 import { canHoldWindow, openWindow } from './openssh-ext.js';
 
 const LIMIT = 32 << 20;
+/**
+ * Requests of any kind under way on the channel (READs waiting in reply-gate.ts included) past which
+ * the window is held too: a READ is 30 bytes on the wire and a waiting one about 1.6 KB of memory, so
+ * a client that read the transport but never opened the window for its answers made the server hold
+ * 600,000 READs (970 MB of heap) without any byte limit being reached. OpenSSH keeps 64 in flight.
+ */
+export const MAX_REQUESTS = 1024;
 
 export class WriteGate {
   private pending = 0;
+  private requests = 0;
   private closed = false;
 
   /** Wraps `sftp.push`: call before anything else reads the channel. Without ssh2's internals, no gate. */
@@ -23,20 +31,22 @@ export class WriteGate {
     const push = s.push;
     s.push = (data: Buffer | null) => {
       const r = push.call(s, data);
-      if (this.pending > LIMIT) this.closed = true;
+      if (this.pending > LIMIT || this.requests > MAX_REQUESTS) this.closed = true;
       return this.closed ? false : r;
     };
   }
 
-  /** A WRITE of `n` bytes arrived; call the returned function once it is answered. */
+  /** A request (a WRITE of `n` bytes, 0 for others) arrived; call the returned function once it is answered. */
   taken(n: number): () => void {
     this.pending += n;
+    this.requests++;
     let given = false;
     return () => {
       if (given) return;
       given = true;
       this.pending -= n;
-      if (this.closed && this.pending <= LIMIT / 2) {
+      this.requests--;
+      if (this.closed && this.pending <= LIMIT / 2 && this.requests <= MAX_REQUESTS / 2) {
         this.closed = false;
         openWindow(this.sftp);
       }
