@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { loadConfig, type ConfigFlags } from './config.js';
+import { closeQueuedOnHangUp } from './queued-close.js';
 import { createLogger } from './log.js';
 import { JsonStore } from './store/json-store.js';
 import { Accounts } from './auth/accounts.js';
@@ -129,12 +130,14 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const dav = config.webdav.enable ? createWebdavHandler(core) : undefined;
   /** Answers under way: a stop makes each the last on its connection (see close). */
   const answering = new Set<ServerResponse>();
+  const closeQueued = closeQueuedOnHangUp();
   const app = await buildRestApp(core, {
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
         trackRequest(req, res); // for the idle limit below
         answering.add(res);
         res.once('close', () => answering.delete(res));
+        closeQueued(req, res);
         if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.
