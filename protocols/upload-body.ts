@@ -17,11 +17,19 @@ import { PassThrough } from 'node:stream';
 
 export function uploadBody(req: IncomingMessage): PassThrough {
   const body = new PassThrough();
+  const cut = () => body.destroy(new Error('client aborted the upload'));
+  // Its consumer (the driver) may start listening only later: a body cut before then must not be an
+  // uncaught 'error'. The consumer finds it destroyed and errored.
+  body.on('error', () => undefined);
   req.on('close', () => {
-    if (!req.complete) body.destroy(new Error('client aborted the upload'));
+    if (!req.complete) cut();
   });
   req.on('error', (e) => body.destroy(e));
   body.once('close', () => req.unpipe(body));
   req.pipe(body);
+  // The client went while an async step ran before this (REST's auth hook, WebDAV's lookups): the
+  // request is destroyed, its 'close' is over, and none of its bytes will come, even those that had
+  // arrived. The upload would wait for them for ever.
+  if (req.destroyed && !req.readableEnded) cut();
   return body;
 }

@@ -38,6 +38,9 @@ const tempIn = (dirReal: string) => nodePath.join(dirReal, TEMP_PREFIX + randomU
  */
 function head(stream: Readable, limit: number): Promise<{ chunks: Buffer[]; size: number; done: boolean }> {
   return new Promise((resolve, reject) => {
+    // Destroyed before we listen (a client gone while the VFS looked the target up): its 'close'
+    // has been and gone, and nothing else will come.
+    if (stream.destroyed) return reject(stream.errored ?? new Error('upload body closed before its end'));
     const chunks: Buffer[] = [];
     let size = 0;
     const stop = () => {

@@ -91,6 +91,9 @@ function uploadContext(req: FastifyRequest, reply: FastifyReply): AccessContext 
   };
   req.raw.once('aborted', onClose);
   reply.raw.once('close', onClose);
+  // Gone while the auth hook ran (it is async): those events are over, and the upload would wait
+  // for ever for a body that never comes (holding its storage, a temp file and its fds).
+  if (req.raw.destroyed) onClose();
   return { ...accessContext(req, utf8Header(header(req, 'password'))), signal: ac.signal };
 }
 
@@ -154,7 +157,9 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
       started.then(resolve, fail);
     });
     // A client gone before busboy saw the end: nothing else would settle this promise.
-    ctx.signal?.addEventListener('abort', () => fail(new ApiError(400, 'upload aborted: the client disconnected')), { once: true });
+    const gone = () => fail(new ApiError(400, 'upload aborted: the client disconnected'));
+    if (ctx.signal?.aborted) return gone();
+    ctx.signal?.addEventListener('abort', gone, { once: true });
     req.raw.pipe(bb);
   });
 }
