@@ -3,10 +3,18 @@
  * per byte), while clients that do not percent-encode (curl with a literal `ü`, Go's net/http) send
  * UTF-8 bytes; AList reads those bytes as UTF-8 (Go strings are bytes). Shared by REST and WebDAV.
  */
+import { isUtf8 } from 'node:buffer';
+import { VfsError } from '../src/errors.js';
 
-/** The header value decoded as UTF-8 when it carries raw bytes above ASCII; ASCII stays as is. */
+/**
+ * The header value decoded as UTF-8 when it carries raw bytes above ASCII; ASCII stays as is. Bytes
+ * that are not UTF-8 (a Latin-1 client's `é`) are refused (INVALID: 400) rather than decoded into
+ * U+FFFD, which would give different names one file.
+ */
 export function utf8Header(value: string): string {
   // eslint-disable-next-line no-control-regex
   if (!/[^\x00-\x7f]/.test(value)) return value;
-  return Buffer.from(value, 'latin1').toString('utf8');
+  const bytes = Buffer.from(value, 'latin1');
+  if (!isUtf8(bytes)) throw new VfsError('INVALID', 'header is not valid UTF-8');
+  return bytes.toString('utf8');
 }

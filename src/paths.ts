@@ -14,6 +14,15 @@ function invalid(): VfsError {
   return new VfsError('INVALID', RELATIVE_PATH_MESSAGE);
 }
 
+/**
+ * A UTF-16 surrogate without its pair (JSON can carry `"\ud800"`): no UTF-8 name can hold it, and
+ * the file system would store U+FFFD instead, so two such names would meet in one file.
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** The exact pattern runs only for names with astral characters (emoji): the rest pay one cheap test. */
+const hasLoneSurrogate = (s: string) => /[\ud800-\udfff]/.test(s) && LONE_SURROGATE.test(s);
+const notUnicode = () => new VfsError('INVALID', 'file name is not valid Unicode');
+
 /** Already a VPath: absolute, and no empty, `.` or `..` segment, trailing slash, NUL or backslash. */
 const CLEAN_VPATH = /^(?:\/|(?:\/(?!\.\.?(?:\/|$))[^/\\\0]+)+)$/;
 /** A single segment that needs no cleaning. */
@@ -21,12 +30,13 @@ const PLAIN_NAME = /^(?!\.\.?$)[^/\\\0]+$/;
 
 // Most calls get a path that is already a VPath (one VFS call splits the same path a dozen times):
 // for those the answer is found by slicing, without splitting, checking and re-joining segments.
-const isClean = (p: string) => CLEAN_VPATH.test(p);
+const isClean = (p: string) => CLEAN_VPATH.test(p) && !hasLoneSurrogate(p);
 
 /** Split any path-like string into validated segments. Throws INVALID for `..`, NUL or `\`. */
 export function segments(p: string): string[] {
   if (isClean(p)) return p === '/' ? [] : p.slice(1).split('/');
   if (p.includes('\0') || p.includes('\\')) throw invalid();
+  if (hasLoneSurrogate(p)) throw notUnicode();
   const out: string[] = [];
   for (const s of p.split('/')) {
     if (s === '' || s === '.') continue;
@@ -44,6 +54,7 @@ export function normalize(p: string): string {
 /** Validate a single name (a rename target, an entry of `names[]`). */
 export function validateName(name: string): string {
   if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) throw invalid();
+  if (hasLoneSurrogate(name)) throw notUnicode();
   return name;
 }
 
