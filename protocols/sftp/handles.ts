@@ -10,7 +10,7 @@ import { join } from '../../src/paths.js';
 import type { VfsApi } from '../../src/vfs/types.js';
 import { DirHandle } from './dir-handle.js';
 import { ReadHandle } from './read-handle.js';
-import { missingParent, statOrUndefined } from './vfs-lookups.js';
+import { missingParent, statOrUndefined, undecodedName } from './vfs-lookups.js';
 import { WriteHandle, type ReorderBudget } from './write-handle.js';
 
 const { OPEN_MODE } = ssh2.utils.sftp;
@@ -169,6 +169,8 @@ export class HandleTable {
       }
       return this.add(handle);
     }
+    const undecoded = flags & OPEN_MODE.CREAT ? undecodedName(vfs, ctx, path) : undefined;
+    if (undecoded) await undecoded;
     const excl = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.EXCL) !== 0;
     // The usual upload (CREAT|TRUNC) needs no look first: vfs.put itself answers IS_A_DIR, and
     // EXISTS for EXCL (overwrite: false). Skipping the stat saves a round of VFS checks per file.

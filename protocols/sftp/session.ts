@@ -13,7 +13,7 @@ import { ADVERTISED, handleExtended } from './extended.js';
 import { HandleTable, MAX_HANDLES, type Handle, type HandleTableDeps } from './handles.js';
 import { advertiseExtensions, MAX_RW, sendExitStatus, trySendData } from './openssh-ext.js';
 import { ReplyGate } from './reply-gate.js';
-import { missingParent, statOrUndefined } from './vfs-lookups.js';
+import { missingParent, statOrUndefined, undecodedName } from './vfs-lookups.js';
 import { MAX_REQUESTS, WriteGate } from './write-gate.js';
 import { WritePool } from './write-pool.js';
 import type { WriteHandle } from './write-handle.js';
@@ -244,6 +244,7 @@ export class SftpSession {
       this.run(id, async () => {
         const path = clientPath(p);
         if (await statOrUndefined(this.vfs, this.ctx, path)) throw new VfsError('EXISTS', 'file exists');
+        await undecodedName(this.vfs, this.ctx, path);
         await this.vfs.mkdir(this.ctx, path, { parents: false }).catch((e: unknown) => missingParent(this.vfs, this.ctx, path, e));
         this.ok(id);
       }),
@@ -285,6 +286,7 @@ export class SftpSession {
   private async rename(from: string, to: string, overwrite: boolean): Promise<void> {
     const src = clientPath(from);
     await this.folderIf(namesFolder(from) || namesFolder(to), src);
+    await undecodedName(this.vfs, this.ctx, clientPath(to));
     await this.vfs.moveTo(this.ctx, src, clientPath(to), { overwrite });
   }
 

@@ -25,3 +25,16 @@ export async function missingParent(vfs: VfsApi, ctx: AccessContext, path: strin
   if (isVfsError(e, 'NOT_A_DIR') && !(await statOrUndefined(vfs, ctx, posix.dirname(path)))) throw new VfsError('NOT_FOUND', undefined, { path: posix.dirname(path) });
   throw e;
 }
+
+/**
+ * ssh2 reads every name as UTF-8 and turns bytes that are not (a Latin-1 client's `é`) into U+FFFD:
+ * `caf\xe9` and `caf\xe8` both arrive as `caf\ufffd`, and the second upload would silently replace
+ * the first. A name holding U+FFFD is used when it exists (open, rename, remove) but never created:
+ * the returned check (only for such names) refuses it.
+ */
+export function undecodedName(vfs: VfsApi, ctx: AccessContext, path: string): Promise<void> | undefined {
+  if (!path.includes('\ufffd')) return undefined; // no await for other names: sshfs's STAT right after OPEN must find the handle
+  return statOrUndefined(vfs, ctx, path).then((e) => {
+    if (!e) throw new VfsError('INVALID', 'file name is not valid UTF-8');
+  });
+}
