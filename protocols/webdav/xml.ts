@@ -129,9 +129,10 @@ export function textOf(e: XElem): string {
   return e.children.map((c) => (typeof c === 'string' ? c : textOf(c))).join('');
 }
 
-const SPECIAL = /[&<>"']/;
-const SPECIALS = /[&<>"']/g;
-const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' };
+// A raw CR reaches a parser as LF (XML 1.0 §2.11 line-end normalisation): sent as a reference.
+const SPECIAL = /[&<>"'\r]/;
+const SPECIALS = /[&<>"'\r]/g;
+const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;', '\r': '&#13;' };
 // Characters XML 1.0 cannot carry at all (C0 controls other than tab/LF/CR, lone surrogates, FFFE/FFFF).
 // eslint-disable-next-line no-control-regex
 const INVALID_SRC = '[\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\ufffe\\uffff]|[\\ud800-\\udbff](?![\\udc00-\\udfff])|(?<![\\ud800-\\udbff])[\\udc00-\\udfff]';
