@@ -7,7 +7,7 @@
  * connection, which is the only reliable way to stop an FTP transfer.
  */
 import { setMaxListeners } from 'node:events';
-import { Client, FTPError } from 'basic-ftp';
+import { Client, FTPError, parseList, type FileInfo } from 'basic-ftp';
 import type { Logger } from 'pino';
 import { VfsError } from '../../src/errors.js';
 import { abortError } from '../util/streams.js';
@@ -112,6 +112,7 @@ export class FtpSession {
     const stop = this.stopped(signal);
     if (stop) throw stop;
     const c = new Client(CONNECT_TIMEOUT_MS);
+    c.parseList = parseListWhole;
     c.ftp.encoding = this.p.encoding as typeof c.ftp.encoding;
     const unsubscribe = this.onStop(signal, () => c.close());
     try {
@@ -242,4 +243,22 @@ export class FtpSession {
     timer.unref(); // an idle connection never keeps the process alive
     this.idle.push({ c, timer });
   }
+}
+
+/**
+ * basic-ftp's LIST patterns take a name as `(.*)`, and `.` in a JavaScript regexp stops at U+2028
+ * and U+2029: `a\u2028b` was listed as `a`, so a file uploaded under that name was never found.
+ * Those two are swapped for private-use stand-ins the listing does not hold while it is parsed.
+ */
+export function parseListWhole(raw: string): FileInfo[] {
+  if (!/[\u2028\u2029]/.test(raw)) return parseList(raw);
+  const free: string[] = [];
+  for (let c = 0xe000; free.length < 2; c++) if (!raw.includes(String.fromCharCode(c))) free.push(String.fromCharCode(c));
+  const [ls, ps] = free as [string, string];
+  const back = (s: string) => s.split(ls).join('\u2028').split(ps).join('\u2029');
+  return parseList(raw.replace(/\u2028/g, ls).replace(/\u2029/g, ps)).map((f) => {
+    f.name = back(f.name);
+    if (f.link) f.link = back(f.link);
+    return f;
+  });
 }
