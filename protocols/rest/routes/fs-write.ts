@@ -30,6 +30,17 @@ async function exists(core: Core, ctx: AccessContext, path: string): Promise<boo
 
 const existsError = (name: string) => new ApiError(403, `file [${name}] exists`);
 
+/**
+ * A folder or path field these calls act on: required (the spec marks every one of them so).
+ * Missing, null or '' is a 400, never the root: `{"dst_dir": "/x"}` flattened every file of every
+ * storage into /x, `{}` pruned every empty folder of the tree. An explicit `/` still means the root.
+ */
+function reqPath(f: Fields, field: string): string {
+  const v = str(f, field);
+  if (v === '') throw new ApiError(400, `invalid request: ${field} is required`);
+  return normalize(v);
+}
+
 /** Move or rename src → dst, answering AList's `file [name] exists` when the VFS refuses a taken name. */
 function moveTo(core: Core, ctx: AccessContext, src: string, dst: string, name: string, overwrite: boolean): Promise<Entry> {
   return mapCode(() => core.vfs.moveTo(ctx, src, dst, { overwrite }), 'EXISTS', () => existsError(name));
@@ -90,7 +101,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const name = validateName(str(f, 'name'));
-    const src = normalize(str(f, 'path'));
+    const src = reqPath(f, 'path');
     const dst = join(parent(src), name);
     if (dst === src) {
       await core.vfs.stat(ctx, src);
@@ -105,7 +116,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/batch_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const dir = normalize(str(f, 'src_dir'));
+    const dir = reqPath(f, 'src_dir');
     const objs = f.rename_objects ?? [];
     if (!Array.isArray(objs) || !objs.every((o) => o && typeof o === 'object' && !Array.isArray(o))) {
       throw new ApiError(400, 'invalid request: rename_objects must be an array of objects');
@@ -125,8 +136,10 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/regex_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const dir = normalize(str(f, 'src_dir'));
+    const dir = reqPath(f, 'src_dir');
     const pattern = str(f, 'src_name_regex'); // a non-string is a 400, not a regexp error
+    // Go's empty pattern matches every name: a missing field would rename the whole folder.
+    if (pattern === '') throw new ApiError(400, 'invalid request: src_name_regex is required');
     let re: GoRegex;
     try {
       re = GoRegex.compile(pattern);
@@ -148,8 +161,8 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f);
-    const srcDir = normalize(str(f, 'src_dir'));
-    const dstDir = normalize(str(f, 'dst_dir'));
+    const srcDir = reqPath(f, 'src_dir');
+    const dstDir = reqPath(f, 'dst_dir');
     const overwrite = bool(f.overwrite);
     if (!overwrite) for (const n of list) if (await exists(core, ctx, join(dstDir, n))) throw existsError(n);
     const tasks: TaskInfo[] = [];
@@ -176,8 +189,8 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/recursive_move', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    const srcDir = normalize(str(f, 'src_dir'));
-    const dstDir = normalize(str(f, 'dst_dir'));
+    const srcDir = reqPath(f, 'src_dir');
+    const dstDir = reqPath(f, 'dst_dir');
     const policy = str(f, 'conflict_policy');
     // Files already in dst_dir stay where they are (src_dir may be dst_dir or hold it).
     const files = (await filesBelow(core, ctx, srcDir, dstDir)).filter((e) => parent(e.vpath) !== dstDir);
@@ -208,7 +221,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f);
-    const dir = normalize(str(f, 'dir'));
+    const dir = reqPath(f, 'dir');
     for (const n of list) {
       try {
         await core.vfs.remove(ctx, join(dir, n));
@@ -221,7 +234,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/fs/remove_empty_directory', async (req) => {
     const ctx = accessContext(req);
-    await pruneEmpty(core, ctx, normalize(str(fields(req), 'src_dir')));
+    await pruneEmpty(core, ctx, reqPath(fields(req), 'src_dir'));
     return ok();
   });
 };
