@@ -11,6 +11,7 @@
  * Safer than AList (decision 3): a path is hidden when *any* of its components is hidden in its
  * parent folder, so a file inside a hidden folder cannot be reached by its direct path either.
  */
+import { RE2JS } from 're2js';
 import { safeEqual } from '../auth/passwords.js';
 import { can, type Principal } from '../auth/principal.js';
 import { VfsError } from '../errors.js';
@@ -19,9 +20,14 @@ import type { Repo } from '../store/store.js';
 import type { MetaRecord } from '../store/types.js';
 import type { DirFacts } from './types.js';
 
+/** A compiled hide line: does it match (anywhere in) a name. */
+export interface HideMatcher {
+  test(name: string): boolean;
+}
+
 interface Rule {
   meta: MetaRecord;
-  hide: RegExp[];
+  hide: HideMatcher[];
 }
 
 /**
@@ -29,15 +35,23 @@ interface Rule {
  * may start with inline options such as `(?i)`; JavaScript has no inline options, so a leading group
  * of i, m, s (and n, x, which have no JS form and are refused) becomes the RegExp's flags.
  */
-function hideRegex(line: string): RegExp {
+function hideRegex(line: string): HideMatcher {
   const src = line.endsWith('\r') ? line.slice(0, -1) : line;
   const lead = /^\(\?([a-zA-Z]+)\)/.exec(src);
-  if (!lead || !/^[ims]+$/.test(lead[1]!)) return new RegExp(src);
-  return new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join(''));
+  const js = !lead || !/^[ims]+$/.test(lead[1]!) ? new RegExp(src) : new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join(''));
+  // Matched with RE2 (linear time) whenever RE2 takes the pattern, leading (?ims) included: a
+  // backtracking RegExp such as `^(a+)+$` froze the whole server for minutes on one 40-character
+  // name, in every listing of the folder. Only what RE2 lacks (look-around, backreferences) stays
+  // on the JavaScript engine.
+  try {
+    return RE2JS.compile(src);
+  } catch {
+    return js;
+  }
 }
 
 /** Hide text → one regex per line (a trailing CR is ignored; an empty line matches everything). */
-export function compileHide(text: string): RegExp[] {
+export function compileHide(text: string): HideMatcher[] {
   if (text === '') return [];
   return text.split('\n').map(hideRegex);
 }
@@ -78,7 +92,7 @@ function nearestIn(rules: RuleMap, vpath: string): Rule | undefined {
   }
 }
 
-function hidePatternsIn(rules: RuleMap, p: Principal, dirVpath: string): RegExp[] {
+function hidePatternsIn(rules: RuleMap, p: Principal, dirVpath: string): HideMatcher[] {
   if (can.seeHidden(p)) return [];
   const r = nearestIn(rules, dirVpath);
   const dir = '/' + segments(dirVpath).join('/');
@@ -134,7 +148,7 @@ export class MetaRules {
     const p = (this.rules = this.repo.list().then((all) => {
       const m = new Map<string, Rule>();
       for (const meta of all) {
-        let hide: RegExp[] = [];
+        let hide: HideMatcher[] = [];
         try {
           hide = compileHide(meta.hide);
         } catch {
@@ -158,7 +172,7 @@ export class MetaRules {
   }
 
   /** Regexes hiding children of the folder `dirVpath` from this principal ([] with the see-hidden bit). */
-  async hidePatterns(p: Principal, dirVpath: string): Promise<RegExp[]> {
+  async hidePatterns(p: Principal, dirVpath: string): Promise<HideMatcher[]> {
     return hidePatternsIn(await this.load(), p, dirVpath);
   }
 
