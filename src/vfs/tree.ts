@@ -21,6 +21,15 @@ export function toEntry(o: Obj, vpath: string, name = o.name): Entry {
   return e;
 }
 
+/**
+ * How many missing folders one mkdir or upload creates on its way (`mkdir -p`). Each level costs
+ * the driver a lookup and a create whose price grows with the depth (Local resolves the whole
+ * path each time), so an unbounded chain let one request with a few-KB path occupy the server
+ * for minutes. Far beyond what a client creates in one step (WebDAV and SFTP clients make one
+ * folder per request).
+ */
+export const MAX_NEW_FOLDERS = 64;
+
 export class Tree {
   constructor(private readonly cache: ListingCache) {}
 
@@ -96,7 +105,7 @@ export class Tree {
   }
 
   /** The folder at `dpath`, creating it and any missing parents. A file in the way is EXISTS. */
-  async ensureDir(m: Mount, dpath: string, args: CallArgs): Promise<Obj> {
+  async ensureDir(m: Mount, dpath: string, args: CallArgs, budget = MAX_NEW_FOLDERS): Promise<Obj> {
     const found = await this.tryObjAt(m, dpath, args);
     if (found) {
       if (!found.isDir) throw new VfsError('EXISTS', 'file exists', { path: dpath });
@@ -104,7 +113,8 @@ export class Tree {
     }
     const d = this.driver(m);
     if (!d.mkdir) throw new VfsError('NOT_SUPPORTED', undefined, { path: dpath });
-    const up = await this.ensureDir(m, parent(dpath), args);
+    if (budget <= 0) throw new VfsError('INVALID', `too many missing folders: at most ${MAX_NEW_FOLDERS} are created at once`, { path: dpath });
+    const up = await this.ensureDir(m, parent(dpath), args, budget - 1);
     let made: Obj | void;
     try {
       made = await this.call(() => d.mkdir!(up, basename(dpath), args));
