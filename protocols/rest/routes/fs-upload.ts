@@ -32,9 +32,13 @@ interface UploadHeaders {
   hashes: Record<string, string>;
 }
 
+/**
+ * A request header's first value, as Go's Header.Get reads it. Node joins a repeated header into
+ * one `a, b` string (`req.headers`): two File-Path headers made one path through a folder named
+ * `a, ` and two `Overwrite: false` read as "overwrite".
+ */
 function header(req: FastifyRequest, name: string): string {
-  const v = req.headers[name];
-  return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
+  return req.raw.headersDistinct[name]?.[0] ?? '';
 }
 
 /** Go's url.PathUnescape: `+` stays, `%XY` must be valid hex; invalid → 400. */
