@@ -3,6 +3,20 @@ import { ApiError } from './envelope.js';
 import { int, paginate, type Fields } from './fs-common.js';
 import { scalar } from './input.js';
 
+/**
+ * The largest `id` a create may choose (AList inserts a given id as is). New ids count up from
+ * the highest one: past 2^53 they are no longer exact, so two records got the same id, one of
+ * them vanished from the tree and neither could be fetched or deleted (`id` queries are exact).
+ */
+export const MAX_GIVEN_ID = 2 ** 31 - 1;
+
+/** The `id` of a create body: 0 or absent picks the next free one; above MAX_GIVEN_ID is a 400. */
+export function givenId(b: Fields): number {
+  const id = int(b, 'id');
+  if (id > MAX_GIVEN_ID) throw new ApiError(400, `invalid request: id must be at most ${MAX_GIVEN_ID}`);
+  return id;
+}
+
 /** Go's strconv.Atoi on the `id` query value; failure is a 400 with Go's text. */
 export function queryId(q: Fields): number {
   const raw = typeof q.id === 'string' ? q.id : q.id === undefined ? '' : String(q.id);

@@ -9,7 +9,7 @@ import type { MetaInput } from '../../../src/vfs/meta-service.js';
 import type { RoutePlugin } from '../route-types.js';
 import { requireAdmin } from '../auth.js';
 import { ApiError, ok } from '../envelope.js';
-import { flag, page, queryId } from '../admin-common.js';
+import { flag, givenId, page, queryId } from '../admin-common.js';
 import { int, str, type Fields } from '../fs-common.js';
 import { bodyOf } from '../input.js';
 
@@ -45,6 +45,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/meta/create', async (req) => {
     const { id, ...m } = metaInput(bodyOf(req));
+    givenId({ id });
     await saving(() => core.metas.create(id > 0 ? { ...m, id } : m));
     return ok();
   });

@@ -11,7 +11,7 @@ import type { RoutePlugin } from '../route-types.js';
 import { requireAdmin } from '../auth.js';
 import { ApiError, ok } from '../envelope.js';
 import { formatTime } from '../entry.js';
-import { flag, page, queryId } from '../admin-common.js';
+import { flag, givenId, page, queryId } from '../admin-common.js';
 import { int, str, type Fields } from '../fs-common.js';
 import { bodyOf } from '../input.js';
 
@@ -75,7 +75,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/storage/create', async (req) => {
     const { id: _ignored, ...input } = storageInput(body(bodyOf(req)));
-    const given = int(req.body as Fields, 'id');
+    const given = givenId(req.body as Fields);
     const change = await as500(() => s.create(given > 0 ? { ...input, id: given } : input), { id: 0 });
     if (change.error) throw new ApiError(500, change.error.message, { id: change.record.id });
     return ok({ id: change.record.id });
