@@ -27,7 +27,10 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/setting/set_aria2', async (req) => {
     const f = fields(req);
-    const uri = str(f, 'uri'); // read outside the try: a field of the wrong type is a 400, not a failed aria2
+    // read outside the try: a field of the wrong type is a 400, not a failed aria2; and a missing
+    // address is a 400 before anything is saved (it erased the configured one and the secret)
+    const uri = str(f, 'uri');
+    if (uri === '') throw new ApiError(400, 'invalid request: uri is required');
     const secret = str(f, 'secret');
     try {
       return ok(`aria2 version: ${await offline.setAria2(uri, secret)}`);
@@ -39,8 +42,10 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/admin/setting/set_qbit', async (req) => {
     const f = fields(req);
+    const url = str(f, 'url');
+    if (url === '') throw new ApiError(400, 'invalid request: url is required');
     try {
-      await offline.setQbit(str(f, 'url'), str(f, 'seedtime') || '0');
+      await offline.setQbit(url, str(f, 'seedtime') || '0');
     } catch (e) {
       if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
       throw e;
