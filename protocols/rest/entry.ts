@@ -69,7 +69,19 @@ export function nameMapper(settings: Settings): (name: string) => string {
   }
   const pairs = Object.entries(map).filter((p): p is [string, string] => p[0] !== '' && typeof p[1] === 'string');
   if (!pairs.length) return (n) => n;
-  return (n) => pairs.reduce((acc, [from, to]) => acc.split(from).join(to), n);
+  // One pass, each character of the name replaced at most once (as Go's strings.Replacer does):
+  // applying the pairs one after another let every pair re-expand what the ones before it wrote,
+  // so a mapping such as {"a": "aaa…", "aa": "aaa…"} grew a name past what a string can hold and
+  // every listing of its folder failed with an internal error.
+  return (n) => {
+    let out = '';
+    for (let i = 0; i < n.length; ) {
+      const hit = pairs.find(([from]) => n.startsWith(from, i));
+      out += hit ? hit[1] : n[i];
+      i += hit ? hit[0].length : 1;
+    }
+    return out;
+  };
 }
 
 export interface ObjResp {
