@@ -149,7 +149,9 @@ export function validateSetting(k: string, v: unknown, d: SettingDef | undefined
   if (k === 'token' && v.length < 16) throw bad('must be at least 16 characters');
   switch (d.type) {
     case 'number':
-      if (!/^-?\d+(\.\d+)?$/.test(v.trim())) throw bad('not a number');
+      // 400 digits pass the pattern but are Infinity: read back as 0 (settings.number), a
+      // qbittorrent_seedtime of 1e400 minutes meant no seeding at all.
+      if (!/^-?\d+(\.\d+)?$/.test(v.trim()) || !Number.isFinite(Number(v))) throw bad('not a number');
       if (d.range && !(Number.isInteger(Number(v)) && Number(v) >= d.range[0] && Number(v) <= d.range[1])) {
         throw bad(`must be a whole number from ${d.range[0]} to ${d.range[1]}`);
       }
