@@ -82,6 +82,31 @@ describe('ListingCache', () => {
     await slow;
     expect(c.size(1)).toBe(1);
   });
+
+  it('holds at most maxEntries entries in all, dropping the least recently used listings first', async () => {
+    const c = new ListingCache(Date.now, 10);
+    let calls = 0;
+    const listing = (n: number) => async () => (calls++, Array.from({ length: n }, (_, i) => obj(`e${i}`)));
+    await c.list(1, '/a', policy, listing(4));
+    await c.list(2, '/b', policy, listing(4));
+    await c.list(1, '/a', policy, listing(4)); // a hit: /a is now the most recently used
+    expect(calls).toBe(2);
+    await c.list(1, '/c', policy, listing(4)); // 12 > 10: /b (mount 2) goes, not /a
+    expect([c.size(1), c.size(2), c.heldEntries()]).toEqual([2, 0, 8]);
+    await c.list(1, '/huge', policy, listing(11)); // bigger than the cap alone: served, not stored
+    expect([c.size(1), c.heldEntries()]).toEqual([2, 8]);
+    await c.list(1, '/a', policy, listing(1), true); // a refresh replaces /a's 4 entries by 1
+    expect(c.heldEntries()).toBe(5);
+    c.invalidateTree(1, '/');
+    expect(c.heldEntries()).toBe(0);
+    await c.list(3, '/x', policy, listing(3));
+    let release!: () => void;
+    const slow = c.list(3, '/y', policy, () => new Promise<Obj[]>((r) => (release = () => r([obj('late')]))));
+    c.dropMount(3);
+    release();
+    await slow;
+    expect([c.size(3), c.heldEntries()]).toEqual([0, 0]); // the late fetch did not store into the dropped mount
+  });
 });
 
 describe('listing cache through the VFS', () => {

@@ -11,6 +11,10 @@
  * out all expired ones at most once a SWEEP_EVERY: otherwise a gateway whose users wander through
  * many folders of a remote storage would keep every listing it ever made. (A sweep walks all cached
  * folders, so once a minute keeps it a small share of the work.)
+ *
+ * The entries held by all listings together are capped (MAX_CACHED_ENTRIES): a long TTL on a big
+ * remote storage would otherwise hold every folder anyone opened until it expired. Past the cap the
+ * least recently used listings go first; a listing bigger than the cap on its own is not stored.
  */
 import { isWithin } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
@@ -18,6 +22,8 @@ import type { Obj } from '../../drivers/types.js';
 interface Cached {
   objs: Obj[];
   expires: number;
+  mount: MountCache;
+  dpath: string;
 }
 
 interface MountCache {
@@ -29,6 +35,9 @@ interface MountCache {
 /** How often, at most, storing a listing sweeps expired ones out (ms). */
 export const SWEEP_EVERY = 60_000;
 
+/** Entries (files and folders) held by all cached listings together, at most (a few hundred bytes each). */
+export const MAX_CACHED_ENTRIES = 200_000;
+
 export interface CachePolicy {
   /** Minutes; 0 or less disables storing (in-flight sharing still applies). */
   ttlMinutes: number;
@@ -39,8 +48,14 @@ export interface CachePolicy {
 export class ListingCache {
   private readonly mounts = new Map<number, MountCache>();
   private nextSweep = 0;
+  /** Every stored listing, least recently used first (a Set keeps insertion order). */
+  private readonly lru = new Set<Cached>();
+  private held = 0;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly maxEntries = MAX_CACHED_ENTRIES,
+  ) {}
 
   private of(mountId: number): MountCache {
     let m = this.mounts.get(mountId);
@@ -57,8 +72,12 @@ export class ListingCache {
     const cacheable = !policy.noCache && policy.ttlMinutes > 0;
     if (cacheable && !refresh) {
       const hit = m.entries.get(dpath);
-      if (hit && hit.expires > this.now()) return hit.objs;
-      if (hit) m.entries.delete(dpath);
+      if (hit && hit.expires > this.now()) {
+        this.lru.delete(hit); // most recently used now
+        this.lru.add(hit);
+        return hit.objs;
+      }
+      if (hit) this.drop(hit);
     }
     const pending = m.inflight.get(dpath);
     if (pending && !refresh) return pending;
@@ -82,9 +101,25 @@ export class ListingCache {
     const now = this.now();
     if (now >= this.nextSweep) {
       this.nextSweep = now + SWEEP_EVERY;
-      for (const other of this.mounts.values()) for (const [k, c] of other.entries) if (c.expires <= now) other.entries.delete(k);
+      for (const c of this.lru) if (c.expires <= now) this.drop(c);
     }
-    m.entries.set(dpath, { objs, expires: now + ttlMinutes * 60_000 });
+    const old = m.entries.get(dpath);
+    if (old) this.drop(old);
+    if (objs.length > this.maxEntries) return;
+    const c: Cached = { objs, expires: now + ttlMinutes * 60_000, mount: m, dpath };
+    m.entries.set(dpath, c);
+    this.lru.add(c);
+    this.held += objs.length;
+    for (const oldest of this.lru) {
+      if (this.held <= this.maxEntries) break;
+      this.drop(oldest);
+    }
+  }
+
+  private drop(c: Cached): void {
+    if (!this.lru.delete(c)) return;
+    this.held -= c.objs.length;
+    if (c.mount.entries.get(c.dpath) === c) c.mount.entries.delete(c.dpath);
   }
 
   /** Drop one folder's listing (after a change inside it). */
@@ -92,7 +127,8 @@ export class ListingCache {
     const m = this.mounts.get(mountId);
     if (!m) return;
     m.generation++;
-    m.entries.delete(dpath);
+    const c = m.entries.get(dpath);
+    if (c) this.drop(c);
     m.inflight.delete(dpath);
   }
 
@@ -101,17 +137,26 @@ export class ListingCache {
     const m = this.mounts.get(mountId);
     if (!m) return;
     m.generation++;
-    for (const k of [...m.entries.keys()]) if (isWithin(dpath, k)) m.entries.delete(k);
+    for (const [k, c] of [...m.entries]) if (isWithin(dpath, k)) this.drop(c);
     for (const k of [...m.inflight.keys()]) if (isWithin(dpath, k)) m.inflight.delete(k);
   }
 
   /** Forget a mount entirely (unmounted, re-initialised or deleted). */
   dropMount(mountId: number): void {
+    const m = this.mounts.get(mountId);
+    if (!m) return;
+    m.generation++; // a fetch still in flight must not store into the forgotten mount
+    for (const c of [...m.entries.values()]) this.drop(c);
     this.mounts.delete(mountId);
   }
 
   /** Number of cached folders of a mount (for tests and diagnostics). */
   size(mountId: number): number {
     return this.mounts.get(mountId)?.entries.size ?? 0;
+  }
+
+  /** Entries held by all cached listings (for tests and diagnostics). */
+  heldEntries(): number {
+    return this.held;
   }
 }
