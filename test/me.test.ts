@@ -50,6 +50,9 @@ describe('/api/me', () => {
     expect(await s.api('/api/me/update', { token: admin, body: { username: '' } })).toMatchObject({ code: 400 });
     expect(await s.api('/api/me/update', { token: admin, body: {} })).toMatchObject({ code: 400, message: 'invalid request: username is required' });
     expect(await s.api('/api/me/update', { token: admin, body: { username: 'guest' } })).toMatchObject({ code: 500, message: 'UNIQUE constraint failed: x_users.username' });
+    const long = { username: 'a'.repeat(256) };
+    expect(await s.api('/api/me/update', { token: admin, body: long })).toMatchObject({ code: 400, message: 'invalid request: username must be at most 255 characters' });
+    expect(await s.api('/api/admin/user/create', { token: admin, body: { ...long, password: 'p' } })).toMatchObject({ code: 400, message: 'invalid request: username must be at most 255 characters' });
     expect((await s.api('/api/me', { token: admin })).data).toMatchObject({ username: 'admin' });
   });
 });

@@ -66,6 +66,19 @@ export function reqString(o: Fields, field: string, message?: string): string {
   return v;
 }
 
+/** A required string field of at most `max` characters (UTF-16 units, as JavaScript counts). */
+export function reqShortString(o: Fields, field: string, max: number): string {
+  const v = reqString(o, field);
+  if (v.length > max) throw invalid(`${field} must be at most ${max} characters`);
+  return v;
+}
+
+/**
+ * A username's length bound: it is kept in the store, sent in every token and every listing of
+ * users, so a user renaming themself must not be able to make it a megabyte.
+ */
+export const MAX_USERNAME_CHARS = 255;
+
 /** An optional integer field (JSON number without fraction). */
 export function optInt(o: Fields, field: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): number | undefined {
   const v = o[field];

@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
-import { bodyObject, optBool, optInt, optString, pageOf, paging, queryId, queryString, reqString, type Fields } from '../input.js';
+import { bodyObject, optBool, optInt, optString, pageOf, paging, queryId, queryString, reqShortString, MAX_USERNAME_CHARS, type Fields } from '../input.js';
 import { notFound404, storeConflict } from './me.js';
 import { ROLE } from '../../../src/auth/principal.js';
 import { hashPassword, newSalt } from '../../../src/auth/passwords.js';
@@ -36,7 +36,7 @@ function cleanBasePath(p: string | undefined): string {
 /** The editable fields of a User JSON body, typed; absent fields are undefined. */
 function userFields(body: Fields) {
   return {
-    username: reqString(body, 'username'),
+    username: reqShortString(body, 'username', MAX_USERNAME_CHARS),
     password: optString(body, 'password') ?? '',
     base_path: optString(body, 'base_path'),
     role: optInt(body, 'role'),

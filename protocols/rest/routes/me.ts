@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
-import { bodyObject, optString, pageOf, paging, queryId, reqString } from '../input.js';
+import { bodyObject, optString, pageOf, paging, queryId, reqShortString, MAX_USERNAME_CHARS } from '../input.js';
 import { currentUser } from '../auth.js';
 import { can } from '../../../src/auth/principal.js';
 import { addKey, deleteKey, keyView, listKeys } from '../../../src/auth/sshkeys.js';
@@ -34,7 +34,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const user = currentUser(req);
     if (can.isGuest(req.principal!)) throw new ApiError(403, 'Guest user can not update profile');
     const body = bodyObject(req);
-    const username = reqString(body, 'username');
+    const username = reqShortString(body, 'username', MAX_USERNAME_CHARS);
     const password = optString(body, 'password') ?? '';
     const ssoId = optString(body, 'sso_id') ?? '';
     await store.users.update(user.id, { username, sso_id: ssoId }).catch(storeConflict);
