@@ -39,18 +39,31 @@ export interface OfflineTool {
   forget?(taskId: string, args: Record<string, unknown>, keepFiles?: boolean): Promise<void>;
 }
 
-/** Sleep that ends early (rejecting) when the signal aborts. */
+/** The longest delay setTimeout takes: a longer one (or 2^31 ms and up) fires at once, with a warning. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Sleep that ends early (rejecting) when the signal aborts. Waits longer than a timer can hold
+ * (about 24.8 days: a qBittorrent seed time of 35,792 minutes and up) are slept in parts.
+ */
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
-    const t = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const until = performance.now() + ms;
+    let t: NodeJS.Timeout;
+    const wait = (left: number) => {
+      t = setTimeout(() => {
+        const rest = until - performance.now();
+        if (rest > 0) return wait(rest);
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, Math.min(left, MAX_TIMER_MS));
+    };
     const onAbort = () => {
       clearTimeout(t);
       reject(signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });
+    wait(ms);
   });
 }
