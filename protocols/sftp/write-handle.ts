@@ -155,6 +155,13 @@ export class WriteHandle {
   }
 
   private async doWrite(offset: number, data: Buffer): Promise<void> {
+    // A WRITE of no bytes changes nothing, as pwrite(2) of nothing (OpenSSH's server: the size
+    // stays). Taking its offset as the new end made CLOSE pad up to it with one zero buffer: past
+    // 4 GiB more than a Buffer holds (internal error, the upload lost), below that GiBs of RAM at once.
+    if (data.length === 0) {
+      if (this.error) throw this.error;
+      return;
+    }
     if (this.opts.append) offset = this.size;
     const end = offset + data.length;
     if (end > this.size + REORDER_WINDOW) await this.roomFor(end);
