@@ -15,6 +15,18 @@ import { allKeys, anyBelow, pages, type ListParams } from './listing.js';
 /** Parts of 5 MiB (the S3 minimum), three in flight: an upload of unknown length holds at most ~15 MiB. */
 const PART_SIZE = 5 * 1024 * 1024;
 const QUEUE_SIZE = 3;
+/** S3 takes at most 10,000 parts per multipart upload. */
+const MAX_PARTS = 10_000;
+
+/**
+ * Part size for an upload of `size` bytes. Fixed 5 MiB parts capped an upload at 10,000 × 5 MiB
+ * (about 48.8 GiB): a bigger one failed at part 10,001, after all of that was sent. With the size
+ * announced the parts grow to fit (as AList's uploader does), so anything S3 takes (5 TiB) fits;
+ * memory is QUEUE_SIZE parts. A stream of unknown length keeps the minimum, hence that cap.
+ */
+function partSizeFor(size: number | undefined): number {
+  return Math.max(PART_SIZE, Math.ceil((size ?? 0) / MAX_PARTS));
+}
 /** SigV4 presigned URLs cannot outlive 7 days. */
 const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 /** AList's placeholder name when the option is empty; such objects are hidden from listings. */
@@ -194,7 +206,7 @@ export class S3Driver implements Driver {
     const upload = new Upload({
       client: this.client,
       params: { Bucket: this.bucket, Key: this.keys.key(path), Body: count },
-      partSize: PART_SIZE,
+      partSize: partSizeFor(args.size),
       queueSize: QUEUE_SIZE,
       leavePartsOnError: false, // a failed multipart upload is aborted: nothing is left behind
     });

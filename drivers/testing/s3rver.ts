@@ -16,6 +16,8 @@ export interface S3rver {
   bucket: string;
   accessKeyId: string;
   secretAccessKey: string;
+  /** s3rver's store folder (objects as `<bucket>/<key>._S3rver_object`), for tests that look inside. */
+  dir: string;
   stop(): Promise<void>;
 }
 
@@ -28,7 +30,7 @@ export async function startS3rver(): Promise<S3rver> {
   const server = new S3rverClass({ port, address: '127.0.0.1', silent: true, directory: dir, configureBuckets: [{ name: 'bucket' }] });
   await server.run();
   return {
-    port, bucket: 'bucket', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER',
+    port, bucket: 'bucket', accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER', dir,
     stop: async () => { await server.close(); await rm(dir, { recursive: true, force: true }); },
   };
 }
