@@ -22,13 +22,18 @@ import type { Socket } from 'node:net';
 /** The request whose answer is under way on each connection (set by `trackRequest`). */
 const current = new WeakMap<Socket, IncomingMessage>();
 
-/** Call for every request before it is handled (the request and checkContinue paths alike). */
-export function trackRequest(req: IncomingMessage, res: ServerResponse): void {
+/**
+ * Call for every request before it is handled (the request and checkContinue paths alike); call
+ * what it returns when the response closes. (The server's dispatch gathers its bookkeeping into one
+ * 'close' listener: with a listener per module, a streamed download's pipeline went past Node's
+ * 10-listener warning on every response.)
+ */
+export function trackRequest(req: IncomingMessage): () => void {
   const socket = req.socket;
   current.set(socket, req);
-  res.once('close', () => {
+  return () => {
     if (current.get(socket) === req) current.delete(socket);
-  });
+  };
 }
 
 /**

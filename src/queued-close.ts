@@ -15,7 +15,7 @@ import type { Socket } from 'node:net';
  * 'close' that newer Node gives them (on the next tick, after Node's own 'close' of the one on the
  * socket, which has left the set by then).
  */
-export function closeQueuedOnHangUp(): (req: IncomingMessage, res: ServerResponse) => void {
+export function closeQueuedOnHangUp(): (req: IncomingMessage, res: ServerResponse) => () => void {
   const open = new WeakMap<Socket, Set<ServerResponse>>();
   return (req, res) => {
     const socket = req.socket;
@@ -34,6 +34,6 @@ export function closeQueuedOnHangUp(): (req: IncomingMessage, res: ServerRespons
     }
     const mine = responses;
     mine.add(res);
-    res.once('close', () => mine.delete(res));
+    return () => mine.delete(res); // called when `res` closes
   };
 }

@@ -134,10 +134,15 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const app = await buildRestApp(core, {
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
-        trackRequest(req, res); // for the idle limit below
+        const untrack = trackRequest(req); // for the idle limit below
+        const unqueue = closeQueued(req, res);
         answering.add(res);
-        res.once('close', () => answering.delete(res));
-        closeQueued(req, res);
+        // One listener for all of this bookkeeping (see trackRequest).
+        res.once('close', () => {
+          untrack();
+          unqueue();
+          answering.delete(res);
+        });
         if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
         // (/api, /d, /p, the front end) see unprefixed URLs.

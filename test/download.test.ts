@@ -222,6 +222,20 @@ describe('down_proxy_url', () => {
     expect(d.res.status).toBe(200);
     expect(d.body.toString()).toBe('mem');
   });
+
+  it('a download streamed from a driver raises no listener warning (it printed one per response)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const d = await get(`/p/mem/m.txt?sign=${sign('/mem/m.txt')}&d`);
+      expect(d.body.toString()).toBe('mem');
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).toEqual([]);
+  });
 });
 
 describe('hostile /d URLs', () => {
