@@ -66,13 +66,22 @@ describe('adding keys', () => {
     for (const [name, k] of Object.entries(keys)) {
       expect(await add(alice, name, k.pub), name).toEqual({ code: 200, message: 'success', data: null });
     }
-    const got = await list(alice);
+    const savedTz = process.env.TZ;
+    process.env.TZ = 'UTC'; // the server prints its local offset, UTC's as `Z`
+    let got: Awaited<ReturnType<typeof list>>;
+    try {
+      got = await list(alice);
+    } finally {
+      if (savedTz === undefined) delete process.env.TZ;
+      else process.env.TZ = savedTz;
+    }
     expect(got.total).toBe(5);
     for (const [name, k] of Object.entries(keys)) {
       const v = got.content.find((x) => x.title === name)!;
       expect(v.fingerprint, name).toBe(k.fingerprint);
       expect(Object.keys(v).sort()).toEqual(['added_time', 'fingerprint', 'id', 'last_used_time', 'title']);
-      expect(v.added_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)$/);
+      // Go's RFC3339Nano, as AList writes times: no trailing zeros in the fraction, UTC as `Z`.
+      expect(v.added_time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*[1-9])?Z$/);
     }
   });
 

@@ -171,7 +171,7 @@ export class FtpDriver implements Driver {
     const remote = this.remote(path);
     const tmp = this.remote(join(dstDir.path, tempName(args.name)));
     const count = counter(args.size, args.onProgress);
-    let kept = false;
+    let kept: Date | undefined;
     try {
       await this.session.run(async (c) => {
         if (await isDir(c, remote)) throw new VfsError('IS_A_DIR', undefined, { path });
@@ -190,14 +190,18 @@ export class FtpDriver implements Driver {
           throw e;
         }
         // A server without MFMT keeps the upload time: the object returned says so (WebDAV's
-        // X-OC-MTime: accepted is sent only when the mtime was kept).
-        if (args.modified) kept = await this.setTime(c, remote, args.modified).then(() => true, () => false);
+        // X-OC-MTime: accepted is sent only when the mtime was kept). What the server kept is read
+        // back: vsftpd takes a time before 1901-12-13 and stores that date (its 32-bit time_t
+        // floor), and the time asked for was reported as kept.
+        if (args.modified && (await this.setTime(c, remote, args.modified).then(() => true, () => false))) {
+          kept = await c.lastMod(remote).catch(() => undefined);
+        }
       }, { signal: args.signal, path });
     } catch (e) {
       if (!(e instanceof VfsError && e.code === 'IS_A_DIR')) await this.discard(tmp);
       throw count.errored instanceof VfsError ? count.errored : e;
     }
-    return { name: args.name, path, size: count.bytes, isDir: false, modified: kept && args.modified ? args.modified : new Date() };
+    return { name: args.name, path, size: count.bytes, isDir: false, modified: kept ?? new Date() };
   }
 
   /**

@@ -59,6 +59,15 @@ async function writeAll(s: SFTPWrapper, handle: Buffer, src: AsyncIterable<Buffe
   if (failed) throw failed.e;
 }
 
+/**
+ * Seconds as SFTP v3 carries them (uint32: 1970 to 2106-02-07), or undefined outside that range:
+ * ssh2 writes only the low 32 bits, so a time of 2200 was set as 2063, silently.
+ */
+function sftpSeconds(d: Date): number | undefined {
+  const secs = Math.floor(d.getTime() / 1000);
+  return secs >= 0 && secs <= 2 ** 32 - 1 ? secs : undefined;
+}
+
 export class SftpDriver implements Driver {
   private readonly conn: SftpConnection;
   private readonly root: string;
@@ -233,13 +242,15 @@ export class SftpDriver implements Driver {
         if (dead) throw dead;
         throw e instanceof VfsError || sftpStatus(e) !== undefined ? sftpError(e, path) : new VfsError('UPSTREAM', 'upload failed', { path, cause: e });
       }
-      if (args.modified) await this.setTimes(s, path, args.modified);
+      // A time SFTP cannot carry is not kept: the file keeps its upload time (and says so).
+      if (args.modified && sftpSeconds(args.modified) !== undefined) await this.setTimes(s, path, args.modified);
     }, args.signal);
     return this.get(path, args);
   }
 
   private async setTimes(s: SFTPWrapper, path: string, modified: Date): Promise<void> {
-    const secs = Math.floor(modified.getTime() / 1000);
+    const secs = sftpSeconds(modified);
+    if (secs === undefined) throw new VfsError('INVALID', 'an SFTP storage keeps modification times from 1970 to 2106 only', { path });
     await call(s, (cb) => s.utimes(this.remote(path), secs, secs, cb));
   }
 

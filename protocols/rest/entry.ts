@@ -46,14 +46,21 @@ export function typeOfName(settings: Settings, name: string): number {
 
 const pad = (n: number, w = 2) => String(Math.trunc(Math.abs(n))).padStart(w, '0');
 
-/** RFC 3339 with milliseconds and the server's local offset, e.g. `2024-05-01T12:34:56.123+02:00`. */
+/**
+ * A time as AList's JSON writes it: Go's RFC3339Nano in the server's local zone. The fraction has
+ * no trailing zeros (none at all on a whole second) and a zero offset is `Z`, e.g.
+ * `2024-05-01T12:34:56.12+02:00`, `2021-03-04T05:06:07Z`; the zero time (and anything before
+ * year 1) is `0001-01-01T00:00:00Z`. Times here have millisecond precision (AList shows a Local
+ * file's nanoseconds). It printed `.000+00:00` always, which no AList server sends.
+ */
 export function formatTime(d: Date | undefined): string {
   if (!d || Number.isNaN(d.getTime()) || d.getTime() <= -62135596800000) return '0001-01-01T00:00:00Z';
   const off = -d.getTimezoneOffset();
-  const sign = off >= 0 ? '+' : '-';
+  const zone = off === 0 ? 'Z' : `${off > 0 ? '+' : '-'}${pad(off / 60)}:${pad(off % 60)}`;
+  const frac = d.getMilliseconds() ? '.' + pad(d.getMilliseconds(), 3).replace(/0+$/, '') : '';
   return (
-    `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}` +
-    `.${pad(d.getMilliseconds(), 3)}${sign}${pad(off / 60)}:${pad(off % 60)}`
+    `${pad(d.getFullYear(), 4)}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}` +
+    `${frac}${zone}`
   );
 }
 
@@ -107,7 +114,9 @@ export function toObjResp(e: Entry, o: { sign: string; settings: Settings; mapNa
     name: o.mapName(e.name),
     size: e.isDir ? 0 : e.size,
     is_dir: e.isDir,
-    modified: formatTime(e.modified),
+    // `/` without a storage is AList's `root` with Go's zero time; the VFS gives it the Unix epoch,
+    // which WebDAV and SFTP clients can show (Windows' FILETIME starts in 1601, not year 1).
+    modified: formatTime(e.virtual && e.vpath === '/' ? undefined : e.modified),
     created: formatTime(e.created),
     sign: e.isDir ? '' : o.sign,
     thumb: e.thumb ?? '',

@@ -8,8 +8,16 @@ import type { Entry } from '../../src/vfs/types.js';
 const S_IFDIR = 0o040000;
 const S_IFREG = 0o100000;
 
+/**
+ * SFTP v3 carries times as uint32 seconds (1970 to 2106-02-07). A time outside is clamped to the
+ * nearest end: ssh2 writes only the low 32 bits, so a file of 1969 showed as 2106 and one of 2200
+ * as 2063 (`get -p` copied those dates), while its longname showed the true date.
+ */
+const UINT32_MAX = 2 ** 32 - 1;
+const sftpSeconds = (d: Date) => Math.min(UINT32_MAX, Math.max(0, Math.floor(d.getTime() / 1000) || 0));
+
 export function attrsOf(e: Pick<Entry, 'isDir' | 'size' | 'modified'>): Attributes {
-  const mtime = Math.floor(e.modified.getTime() / 1000);
+  const mtime = sftpSeconds(e.modified);
   return {
     mode: e.isDir ? S_IFDIR | 0o755 : S_IFREG | 0o644,
     uid: 0,

@@ -9,6 +9,7 @@ import { DavError } from './errors.js';
 import { evaluateIf, parseIf, submittedTokens, type IfList, type ResourceState } from './if-header.js';
 import { etagOf } from './resource.js';
 import { utf8Header } from '../header-text.js';
+import { parseHttpDate } from '../http-date.js';
 import { hrefOf, parentOf, userPathOf, vpathOf, type Dav } from './request.js';
 import { esc } from './xml.js';
 import { storedPath } from './unicode-names.js';
@@ -36,12 +37,13 @@ export function conditional(dav: Pick<Dav, 'req' | 'method'>, e: Entry | undefin
   const etag = e && etagOf(e);
   const ifMatch = h['if-match'];
   if (ifMatch && (!etag || (ifMatch.trim() !== '*' && !etagList(ifMatch).includes(etag)))) return 412;
-  const ius = h['if-unmodified-since'];
-  if (!ifMatch && e && ius && !Number.isNaN(Date.parse(ius)) && seconds(e.modified) > Date.parse(ius) / 1000) return 412;
+  // A value that is not an HTTP-date is ignored (RFC 9110 §13.1.4), not read by Date.parse's rules.
+  const ius = parseHttpDate(h['if-unmodified-since']);
+  if (!ifMatch && e && ius !== undefined && seconds(e.modified) > ius / 1000) return 412;
   const inm = h['if-none-match'];
   if (inm) return etag && (inm.trim() === '*' || etagList(inm).map(weakless).includes(etag)) ? (read ? 304 : 412) : undefined;
-  const ims = h['if-modified-since'];
-  if (read && e && ims && !Number.isNaN(Date.parse(ims)) && seconds(e.modified) <= Date.parse(ims) / 1000) return 304;
+  const ims = parseHttpDate(h['if-modified-since']);
+  if (read && e && ims !== undefined && seconds(e.modified) <= ims / 1000) return 304;
   return undefined;
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { generateKeyPairSync } from 'node:crypto';
-import { fingerprintOf, isoWithOffset, parseAuthorizedKey } from './sshkeys.js';
+import { fingerprintOf, parseAuthorizedKey } from './sshkeys.js';
 
 // A structurally valid ed25519 public key line (type string + 32-byte key).
 const ED = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl';
@@ -47,11 +47,3 @@ describe('parseAuthorizedKey', () => {
   });
 });
 
-describe('isoWithOffset', () => {
-  it('prints local time with a numeric offset that denotes the same instant', () => {
-    const d = new Date('2025-03-04T05:06:07.089Z');
-    const s = isoWithOffset(d);
-    expect(s).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d$/);
-    expect(new Date(s).getTime()).toBe(d.getTime());
-  });
-});

@@ -94,19 +94,6 @@ export function parseAuthorizedKey(text: string): ParsedPublicKey | undefined {
   return undefined;
 }
 
-/** Local time with its UTC offset, e.g. `2025-05-01T12:34:56.789+02:00` (AList's time format). */
-export function isoWithOffset(d = new Date()): string {
-  const off = -d.getTimezoneOffset();
-  const pad = (n: number, w = 2) => String(Math.abs(n)).padStart(w, '0');
-  const local = new Date(d.getTime() + off * 60_000).toISOString().slice(0, -1);
-  return `${local}${off >= 0 ? '+' : '-'}${pad(Math.trunc(off / 60))}:${pad(off % 60)}`;
-}
-
-/** The JSON the API shows (key text, blob and owner stay private). */
-export function keyView(k: SshKeyRecord) {
-  return { id: k.id, title: k.title, fingerprint: k.fingerprint, added_time: k.added_time, last_used_time: k.last_used_time };
-}
-
 export async function listKeys(store: Store, userId: number): Promise<SshKeyRecord[]> {
   return store.sshKeys.findBy('user_id', userId);
 }
@@ -124,7 +111,7 @@ export async function addKey(store: Store, userId: number, title: string, text: 
   if (keys.length >= MAX_KEYS_PER_USER) throw new VfsError('INVALID', TOO_MANY_KEYS);
   const key = keyStr.length <= MAX_KEY_TEXT ? parseAuthorizedKey(keyStr) : undefined;
   if (!key) throw new VfsError('INVALID', KEY_INVALID);
-  const now = isoWithOffset();
+  const now = new Date().toISOString(); // shown in AList's format by the REST routes (keyView)
   return store.sshKeys.insert({
     user_id: userId, title, fingerprint: key.fingerprint, key_str: keyStr, key_blob: key.blob.toString('base64'), added_time: now, last_used_time: now,
   });
@@ -159,7 +146,7 @@ export async function findKeyOwner(store: Store, username: string, blob: Buffer)
 
 /** Record a successful login with key `id` (its last_used_time). Unknown ids are ignored. */
 export async function touchKey(store: Store, id: number): Promise<void> {
-  if (await store.sshKeys.get(id)) await store.sshKeys.update(id, { last_used_time: isoWithOffset() });
+  if (await store.sshKeys.get(id)) await store.sshKeys.update(id, { last_used_time: new Date().toISOString() });
 }
 
 /** Remove every key of a user (the user is being deleted). */

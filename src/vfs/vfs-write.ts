@@ -282,6 +282,7 @@ export class VfsWriter {
   async put(ctx: AccessContext, path: string, body: Readable, opts: PutOptions = {}): Promise<Entry> {
     const vpath = await this.vfs.enter(ctx, path);
     if (isRootPath(vpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+    if (opts.modified) requireTime(opts.modified, vpath);
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
     // Held until the driver's put settles: an upload outlives an edit of its storage.
@@ -323,6 +324,7 @@ export class VfsWriter {
 
   async setModified(ctx: AccessContext, path: string, modified: Date): Promise<void> {
     const vpath = await this.vfs.enter(ctx, path);
+    requireTime(modified, vpath);
     await requireWrite(ctx, this.rules, parent(vpath));
     const loc = await this.vfs.locate(vpath);
     if (!loc) throw new VfsError('NOT_SUPPORTED', undefined, { path: vpath });
@@ -338,4 +340,12 @@ export class VfsWriter {
       this.vfs.release(loc);
     }
   }
+}
+
+/**
+ * An mtime must be a real time: an Invalid Date reached the drivers (a Memory storage kept it and
+ * listed the file as "Invalid Date", ETag "NaN-1"; Local failed with an untyped error).
+ */
+function requireTime(d: Date, vpath: string): void {
+  if (Number.isNaN(d.getTime())) throw new VfsError('INVALID', 'invalid modification time', { path: vpath });
 }

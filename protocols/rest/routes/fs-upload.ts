@@ -53,14 +53,15 @@ function pathUnescape(raw: string): string {
 }
 
 /**
- * Last-Modified in unix milliseconds, digits only as Go's strconv.ParseInt reads them (`1e12`,
- * `0x10` are not numbers there). Missing, zero, invalid, or past what a Date can hold (±8.64e15;
+ * Last-Modified in unix milliseconds, a sign and digits as Go's strconv.ParseInt reads them (`1e12`,
+ * `0x10` are not numbers there; `-86400000` is, a date before 1970, which AList keeps: it was
+ * replaced by the upload time). Missing, zero, invalid, or past what a Date can hold (±8.64e15;
  * such a time failed the whole upload) → now.
  */
 function lastModified(text: string): Date {
-  const ms = /^\+?\d{1,16}$/.test(text) ? Number(text) : 0;
+  const ms = /^[+-]?\d{1,16}$/.test(text) ? Number(text) : 0;
   const d = new Date(ms);
-  return ms > 0 && !Number.isNaN(d.getTime()) ? d : new Date();
+  return ms !== 0 && !Number.isNaN(d.getTime()) ? d : new Date();
 }
 
 function uploadHeaders(req: FastifyRequest, needLength: boolean): UploadHeaders {

@@ -7,15 +7,24 @@ import { ApiError, ok } from '../envelope.js';
 import { bodyObject, optString, pageOf, paging, queryId, reqShortString, MAX_USERNAME_CHARS } from '../input.js';
 import { currentUser } from '../auth.js';
 import { can } from '../../../src/auth/principal.js';
-import { addKey, deleteKey, keyView, listKeys } from '../../../src/auth/sshkeys.js';
+import { addKey, deleteKey, listKeys } from '../../../src/auth/sshkeys.js';
+import { formatTime } from '../entry.js';
 import { isVfsError } from '../../../src/errors.js';
-import type { UserRecord } from '../../../src/store/types.js';
+import type { SshKeyRecord, UserRecord } from '../../../src/store/types.js';
 
 /** AList's User JSON for /api/me: secrets never leave, `password` is always "". */
 export function meView(u: UserRecord) {
   return {
     id: u.id, username: u.username, password: '', base_path: u.base_path, role: u.role,
     disabled: u.disabled, permission: u.permission, sso_id: u.sso_id, otp: u.otp_secret !== '',
+  };
+}
+
+/** The JSON the API shows of an SSH key (key text, blob and owner stay private); times as AList writes them. */
+export function keyView(k: SshKeyRecord) {
+  return {
+    id: k.id, title: k.title, fingerprint: k.fingerprint,
+    added_time: formatTime(new Date(k.added_time)), last_used_time: formatTime(new Date(k.last_used_time)),
   };
 }
 

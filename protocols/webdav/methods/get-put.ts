@@ -12,6 +12,7 @@ import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
 import { uploadBody } from '../../upload-body.js';
+import { parseHttpDate } from '../../http-date.js';
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -35,8 +36,7 @@ function ifRangeHolds(h: string | undefined, e: Entry, etag: string): boolean {
   const v = h.trim();
   if (v.startsWith('"') || v.startsWith('W/')) return v === etag;
   // RFC 9110 §13.1.5: a date must equal Last-Modified exactly (an entity tag compares strongly, above).
-  const t = Date.parse(v);
-  return !Number.isNaN(t) && seconds(e.modified) === t / 1000;
+  return parseHttpDate(v) === seconds(e.modified) * 1000;
 }
 
 /** A redirect the storage's webdav_policy asks for, or undefined to stream through treegate. */
@@ -134,6 +134,20 @@ async function preflight(dav: Dav): Promise<void> {
   await checkWrite(dav, existing ? [{ path: dav.path }] : targets);
 }
 
+/**
+ * X-OC-Mtime: unix seconds, a fraction allowed, and negative for dates before 1970 (AList reads it
+ * with strconv.ParseInt, which takes the sign). The first value when the header is repeated (Go's
+ * Header.Get). Anything else is ignored (the file gets the upload time, and no `accepted`), and so
+ * is a time past what a Date can hold (±8.64e15 ms): it became an Invalid Date, which a Memory
+ * storage kept, listing the file as "Invalid Date" with the ETag "NaN-1".
+ */
+function ocMtime(dav: Dav): Date | undefined {
+  const v = dav.req.headersDistinct['x-oc-mtime']?.[0]?.trim() ?? '';
+  if (!/^[+-]?\d{1,16}(\.\d+)?$/.test(v)) return undefined;
+  const d = new Date(Math.round(Number(v) * 1000)); // round: 0.123 * 1000 is 122.99999999999999
+  return Number.isNaN(d.getTime()) ? undefined : d;
+}
+
 export async function put(dav: Dav): Promise<void> {
   // No partial PUT here: RFC 9110 §14.4 wants a 400 rather than the fragment stored as the whole file.
   if (dav.req.headers['content-range'] !== undefined) throw new DavError(400, 'PUT with Content-Range is not supported');
@@ -141,8 +155,7 @@ export async function put(dav: Dav): Promise<void> {
   // (nginx's dav module answers 409 the same way).
   if ((dav.req.url ?? '').split('?', 1)[0]!.endsWith('/')) throw new DavError(409, 'cannot PUT to a collection');
   await preflight(dav);
-  const mtimeHeader = dav.req.headers['x-oc-mtime'];
-  const mtime = typeof mtimeHeader === 'string' && /^\d+(\.\d+)?$/.test(mtimeHeader) ? new Date(Number(mtimeHeader) * 1000) : undefined;
+  const mtime = ocMtime(dav);
   const len = dav.req.headers['content-length'];
   const size = len !== undefined && /^\d+$/.test(len) ? Number(len) : undefined;
   const body = uploadBody(dav.req);

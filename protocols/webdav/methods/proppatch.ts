@@ -9,6 +9,7 @@ import { VfsError } from '../../../src/errors.js';
 import { checkPreconditions, checkWrite } from '../conditions.js';
 import type { DeadProp, PropOp } from '../dead-props.js';
 import { DavError } from '../errors.js';
+import { parseHttpDate } from '../../http-date.js';
 import { isLive, MS_NS } from '../live-props.js';
 import { MultiStatus, propstat } from '../multistatus.js';
 import { hrefOf, parentOf, readBody, vpathOf, type Dav } from '../request.js';
@@ -57,8 +58,10 @@ export async function proppatch(dav: Dav): Promise<void> {
   await dav.props.apply(vpathOf(dav, dav.path), ops);
   const mtime = ops.find((o): o is { op: 'set'; prop: DeadProp } => o.op === 'set' && o.prop.ns === MS_NS && o.prop.local === 'Win32LastModifiedTime');
   if (mtime && !entry.isDir) {
-    const d = new Date(textOf(parseXml(`<v>${mtime.prop.xml}</v>`)));
-    if (!Number.isNaN(d.getTime())) await vfs.setModified(dav.ctx, dav.path, d).catch(() => undefined);
+    // Windows sends an RFC 1123 date. Anything else stays a dead property only: Date.parse's rules
+    // made `1` 2001-01-01 and `2023` a new mtime for the file.
+    const t = parseHttpDate(textOf(parseXml(`<v>${mtime.prop.xml}</v>`)));
+    if (t !== undefined) await vfs.setModified(dav.ctx, dav.path, new Date(t)).catch(() => undefined);
   }
   const names = [...new Map(ops.map((o) => [`{${opName(o).ns}}${opName(o).local}`, nameXml(opName(o).ns, opName(o).local)])).values()];
   await out.add(`<D:response>${href}${propstat(names.join(''), 200)}</D:response>`);
