@@ -313,10 +313,11 @@ export class SftpSession {
 
   /**
    * (F)SETSTAT of a file being written: the size so far is the current size, which only a handle
-   * holding the whole file (READ|WRITE) can change; mtime waits for CLOSE.
+   * holding the whole file (READ|WRITE) can change; mtime waits for CLOSE. resize() compares the
+   * size once the WRITEs before this request are applied (w.size here may not count them yet).
    */
   private async setstatWriting(w: WriteHandle, attrs: InputAttributes): Promise<void> {
-    if (attrs.size !== undefined && attrs.size !== w.size) await w.resize(attrs.size);
+    if (attrs.size !== undefined) await w.resize(attrs.size);
     if (attrs.mtime !== undefined) w.setModified(toDate(attrs.mtime));
   }
 

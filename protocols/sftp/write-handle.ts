@@ -250,10 +250,15 @@ export class WriteHandle {
     return buf;
   }
 
-  /** SETSTAT size / ftruncate on a handle whose whole file is in the spill file; refused otherwise. */
+  /**
+   * SETSTAT size / ftruncate on a handle whose whole file is in the spill file; refused otherwise.
+   * The size is compared after the WRITEs sent before it (the chain): lftp pipelines WRITE then
+   * FSETSTAT(size = its length, mtime) without waiting, and that no-op used to be refused whole.
+   */
   resize(size: number): Promise<void> {
     const op = this.chain.then(async () => {
       if (this.error) throw this.error;
+      if (size === this.size) return;
       const s = this.whole;
       if (!s) throw new VfsError('NOT_SUPPORTED', 'changing the size of a file being uploaded is not supported');
       if (size > this.size + REORDER_WINDOW) await this.roomFor(size);
