@@ -21,6 +21,9 @@ declare -A TOOLS=(
   [qbittorrent-nox]=qbittorrent-nox
   [vsftpd]=vsftpd
   [nginx]=nginx
+  [lftp]=lftp
+  [cadaver]=cadaver
+  [wget]=wget
 )
 
 missing=()

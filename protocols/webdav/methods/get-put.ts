@@ -151,6 +151,10 @@ function ocMtime(dav: Dav): Date | undefined {
 export async function put(dav: Dav): Promise<void> {
   // No partial PUT here: RFC 9110 §14.4 wants a 400 rather than the fragment stored as the whole file.
   if (dav.req.headers['content-range'] !== undefined) throw new DavError(400, 'PUT with Content-Range is not supported');
+  // lftp's `put -c`/`reput` over http:// sends the resume offset as `Range: bytes=N-M/total` (not
+  // Content-Range) with only the tail as body. RFC 9110 says to ignore Range on PUT, but doing so
+  // stored the tail as the whole file and lftp reported success: refuse it like Content-Range.
+  if (dav.req.headers.range !== undefined) throw new DavError(400, 'PUT with Range is not supported');
   // `x/` names a collection: storing a file as `x` would answer a request the client did not make
   // (nginx's dav module answers 409 the same way).
   if ((dav.req.url ?? '').split('?', 1)[0]!.endsWith('/')) throw new DavError(409, 'cannot PUT to a collection');
