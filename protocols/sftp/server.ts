@@ -27,6 +27,7 @@ import { loadHostKeys } from './hostkeys.js';
 import { attachPacketArena } from './packet-arena.js';
 import { withReusedReads, type ReusedReads } from './reused-reads.js';
 import { SftpSession } from './session.js';
+import { SharedWrites } from './write-gate.js';
 
 const { Server } = ssh2;
 
@@ -132,6 +133,8 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const exclusive = new Set<string>();
   /** Out-of-order WRITE bytes held by all uploads (SessionDeps.reorder). */
   const reorder = { held: 0 };
+  /** WRITE bytes not answered yet, over all channels (write-gate.ts SharedWrites). */
+  const writes = new SharedWrites();
   /** Open handles per user id (handles.ts MAX_HANDLES_PER_USER) and logged-in connections per user id. */
   const userHandles = new Map<number, number>();
   const userConnections = new Map<number, number>();
@@ -236,7 +239,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
             signal: abort.signal,
           };
           const channel = accept();
-          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder, userHandles });
+          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder, userHandles, writes });
           sessions.add(s);
           // One connection may carry thousands of channels (OpenSSH ControlMaster: one per `sftp` run).
           channel.once('close', () => sessions.delete(s));

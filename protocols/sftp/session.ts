@@ -14,7 +14,7 @@ import { HandleTable, MAX_HANDLES, type Handle, type HandleTableDeps } from './h
 import { advertiseExtensions, MAX_RW, sendExitStatus, trySendData } from './openssh-ext.js';
 import { ReplyGate } from './reply-gate.js';
 import { missingParent, statOrUndefined, undecodedName } from './vfs-lookups.js';
-import { MAX_REQUESTS, WriteGate } from './write-gate.js';
+import { MAX_REQUESTS, SharedWrites, WriteGate } from './write-gate.js';
 import { WritePool } from './write-pool.js';
 import type { WriteHandle } from './write-handle.js';
 
@@ -47,6 +47,8 @@ export interface SessionDeps extends HandleTableDeps {
    * (reused-reads.ts); `data` itself otherwise. Applied to what outlives the request's event: WRITE data.
    */
   stable?(data: Buffer): Buffer;
+  /** WRITE bytes not answered yet on every channel of the server (write-gate.ts); one of its own when absent. */
+  writes?: SharedWrites;
 }
 
 /** A client path with a trailing slash (other than the root itself) can only name a folder. */
@@ -76,7 +78,7 @@ export class SftpSession {
   constructor(private readonly sftp: SFTPWrapper, private readonly d: SessionDeps) {
     // Before advertiseExtensions, which wraps push for the INIT exchange and then restores this.
     this.writePool.attach(sftp);
-    this.writes = new WriteGate(sftp);
+    this.writes = new WriteGate(sftp, d.writes);
     this.replies = new ReplyGate(sftp);
     this.handles = new HandleTable(d, this.writePool.release, () => this.ended);
     advertiseExtensions(sftp, ADVERTISED);
@@ -339,6 +341,7 @@ export class SftpSession {
   teardown(abortCloses = false): void {
     if (this.ended) return;
     this.ended = true;
+    this.writes.dispose();
     this.handles.abortAll();
     this.writePool.clear();
     this.replies.close();
