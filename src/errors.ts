@@ -32,8 +32,10 @@ export type VfsErrorCode = (typeof VFS_ERROR_CODES)[number];
 export class VfsError extends Error {
   readonly code: VfsErrorCode;
   readonly path?: string;
+  /** What anyone may read when `message` is detailed (see publicMessage); default: the code's message. */
+  readonly publicText?: string;
 
-  constructor(code: VfsErrorCode, message?: string, opts: { path?: string; cause?: unknown } = {}) {
+  constructor(code: VfsErrorCode, message?: string, opts: { path?: string; cause?: unknown; publicText?: string } = {}) {
     // A missing path is an answer, not a fault (every upload looks up its target first): no stack
     // trace is captured for it (measured: ~3% of a 1 KiB WebDAV PUT's CPU).
     const limit = Error.stackTraceLimit;
@@ -43,7 +45,20 @@ export class VfsError extends Error {
     this.name = 'VfsError';
     this.code = code;
     this.path = opts.path;
+    this.publicText = opts.publicText;
   }
+}
+
+/**
+ * Codes whose message may carry backend detail: a storage's status (its host root folder), a remote's
+ * address and user name, a tool's address. That detail is the admin's to read; anyone else gets
+ * publicMessage.
+ */
+const DETAILED: ReadonlySet<VfsErrorCode> = new Set(['STORAGE_UNAVAILABLE', 'UPSTREAM', 'INTERNAL']);
+
+/** The message for a non-admin: the message itself, or for a detailed code its public text. */
+export function publicMessage(e: VfsError): string {
+  return DETAILED.has(e.code) ? (e.publicText ?? defaultMessage(e.code)) : e.message;
 }
 
 export function isVfsError(e: unknown, code?: VfsErrorCode): e is VfsError {

@@ -2,10 +2,12 @@
  * AList's JSON envelope: HTTP 200 with `{code, message, data}` for successes and API errors alike.
  * Errors are mapped here once: VfsError codes through one table, fastify's own 4xx errors (bad JSON,
  * schema validation, body too large) to code 400 with a clear message, anything else to 500 with a
- * generic message (the cause goes to the log, never to the client).
+ * generic message (the cause goes to the log, never to the client). A non-admin's message for a
+ * backend failure is the code's plain one (publicMessage): the detail names hosts and host paths.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { VfsError, type VfsErrorCode } from '../../src/errors.js';
+import { publicMessage, VfsError, type VfsErrorCode } from '../../src/errors.js';
+import { can } from '../../src/auth/principal.js';
 
 export interface Envelope<T = unknown> {
   code: number;
@@ -47,7 +49,7 @@ export const ENVELOPE_CODE: Record<VfsErrorCode, number> = {
   INTERNAL: 500,
 };
 
-/** Codes whose message may be shown as is; the others get a scrubbed message. */
+/** Codes logged as failures (their detail is in the log; non-admins see publicMessage). */
 const SCRUB: ReadonlySet<VfsErrorCode> = new Set(['UPSTREAM', 'INTERNAL']);
 
 export function toEnvelope(err: unknown, req: FastifyRequest): Envelope {
@@ -55,13 +57,18 @@ export function toEnvelope(err: unknown, req: FastifyRequest): Envelope {
   if (err instanceof VfsError) {
     if (SCRUB.has(err.code)) {
       // A client that hung up mid-upload is its own doing, not a storage failure (WebDAV alike).
-      if (req.raw.destroyed) req.log.debug({ err }, 'client went away');
+      // Its socket tells: the request stream is destroyed too once a body was read to its end, so
+      // it hid every failure of a POST route from the log.
+      if (req.raw.socket?.destroyed !== false) req.log.debug({ err }, 'client went away');
       else req.log.error({ err, cause: err.cause }, 'storage error');
     }
     if (err.code === 'NO_SPACE') req.log.warn({ path: err.path }, 'storage full');
     // Path escapes answer 403 like AList/OpenList, other invalid input 400.
     const code = err.code === 'INVALID' && err.message === 'access using relative path is not allowed' ? 403 : ENVELOPE_CODE[err.code];
-    return { code, message: err.message, data: null };
+    // Backend detail (a Local root's host path, a remote's address and user) is for admins: users,
+    // the guest and /d callers get the code's plain message.
+    const admin = req.principal !== null && req.principal !== undefined && can.isAdmin(req.principal);
+    return { code, message: admin ? err.message : publicMessage(err), data: null };
   }
   const fe = err as FastifyError;
   if (fe && typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {

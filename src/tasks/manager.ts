@@ -17,6 +17,8 @@
 import type { Logger } from 'pino';
 import type { Accounts } from '../auth/accounts.js';
 import { principalOf } from '../auth/accounts.js';
+import { ROLE } from '../auth/principal.js';
+import { publicMessage, VfsError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { TaskRecord, UserRecord } from '../store/types.js';
 import { taskId } from './ids.js';
@@ -343,7 +345,7 @@ export class TaskManager {
       await this.finish(rec, S.SUCCEEDED, '');
     } catch (e) {
       if (live.why === 'shutdown') return; // left RUNNING in the store: resumed or failed at the next start
-      const message = live.why === 'cancel' ? 'canceled' : errorText(e);
+      const message = live.why === 'cancel' ? 'canceled' : this.errorFor(rec, e);
       if (live.why === 'cancel') await this.finish(rec, S.CANCELED, message);
       else if (!isFatal(e) && rec.retry_count < (this.opts.maxRetry?.[rec.kind as TaskKind] ?? KIND_DEFAULTS[rec.kind as TaskKind]?.maxRetry ?? 0)) {
         rec.retry_count++;
@@ -365,6 +367,19 @@ export class TaskManager {
       this.live.delete(rec.id);
       settle();
     }
+  }
+
+  /**
+   * The error a task shows. Its creator reads it: a non-admin gets a backend failure's plain message
+   * (publicMessage: the detail names remote addresses and host paths) and "internal error" for a
+   * JS fault; the detail goes to the log for the admin.
+   */
+  private errorFor(rec: TaskRecord, e: unknown): string {
+    const text = errorText(e);
+    if (rec.creator_role === ROLE.ADMIN) return text;
+    const shown = e instanceof VfsError ? publicMessage(e) : JS_FAULTS.some((t) => e instanceof t) ? 'internal error' : text;
+    if (shown !== text) this.log.warn({ err: e, id: rec.id }, 'task failed');
+    return shown;
   }
 
   private async finish(rec: TaskRecord, state: number, error: string): Promise<void> {
@@ -466,6 +481,9 @@ const initialStatus = (kind: string) => (kind === 'upload' ? 'uploading' : '');
 function isFatal(e: unknown): boolean {
   return e instanceof FatalTaskError || (typeof e === 'object' && e !== null && (e as { fatal?: unknown }).fatal === true);
 }
+
+/** Errors that are bugs, not failures of the task: their text (`Cannot read properties of undefined`) is ours. */
+const JS_FAULTS = [TypeError, ReferenceError, RangeError, SyntaxError];
 
 export function errorText(e: unknown): string {
   if (e instanceof Error) return e.message || e.name;

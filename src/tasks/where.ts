@@ -13,10 +13,20 @@ export interface Where {
 }
 
 export async function whereOf(vfs: VfsApi, ctx: AccessContext, userPath: string): Promise<Where> {
-  const abs = join(ctx.principal.basePath, userPath);
+  const base = ctx.principal.basePath;
+  const abs = join(base, userPath);
   const storage = await vfs.storageOf(ctx, userPath).catch(() => undefined);
   const mount = storage?.mountPath ?? '/';
-  return { mount, inside: relativeTo(mount, abs) ?? abs };
+  const inside = relativeTo(mount, abs) ?? abs;
+  // Task names are shown to their creator, who sees the tree from their base path: a mount above it
+  // (shared with other users) is their `/`, one below it is named relative to it.
+  if (relativeTo(base, mount) === undefined) return { mount: '/', inside: relativeTo(base, abs) ?? '/' };
+  return { mount: shownMount(ctx, mount), inside };
+}
+
+/** A mount path as `ctx`'s user sees it: relative to their base path (`/` for one at or above it). */
+export function shownMount(ctx: AccessContext, mount: string): string {
+  return relativeTo(ctx.principal.basePath, mount) ?? '/';
 }
 
 export const fmtWhere = (w: Where) => `[${w.mount}](${w.inside})`;
@@ -42,7 +52,7 @@ export function storagePin(v: unknown): StoragePin | undefined {
 export async function pinStorage(vfs: VfsApi, ctx: AccessContext, userPath: string, pin: StoragePin | undefined, end: string): Promise<StoragePin | undefined> {
   const s = await vfs.storageOf(ctx, userPath);
   if (pin && (!s || s.id !== pin.id || s.mountPath !== pin.mount)) {
-    throw new FatalTaskError(`${end} storage [${pin.mount}] was deleted or changed`);
+    throw new FatalTaskError(`${end} storage [${shownMount(ctx, pin.mount)}] was deleted or changed`);
   }
   return s && { id: s.id, mount: s.mountPath };
 }

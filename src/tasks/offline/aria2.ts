@@ -91,8 +91,9 @@ export class Aria2Tool implements OfflineTool {
       const cause = (e as { cause?: { message?: string } }).cause?.message;
       throw new Error(cause ? `${(e as Error).message}: ${cause}` : (e as Error).message);
     };
-    const res = await fetch(this.settings.get('aria2_uri'), {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+    const { url, auth } = endpointOf(this.settings.get('aria2_uri'));
+    const res = await fetch(url, {
+      method: 'POST', headers: { 'content-type': 'application/json', ...(auth ? { authorization: auth } : {}) }, body: JSON.stringify(body),
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     }).catch(failed);
     const text = await res.text().catch(failed);
@@ -205,4 +206,23 @@ export class Aria2Tool implements OfflineTool {
   async forget(_id: string, args: Record<string, unknown>): Promise<void> {
     if (typeof args.gid === 'string' && args.gid) await this.drop([args.gid]).catch(() => undefined);
   }
+}
+
+/**
+ * The RPC address without credentials, and those as a Basic header (a proxy in front of aria2 may
+ * want them). fetch refuses a URL with credentials, naming the whole URL, password included, in its
+ * error: that text went to the admin's reply, the log and (through add_offline_download) any user.
+ */
+export function endpointOf(uri: string): { url: string; auth?: string } {
+  let u: URL;
+  try {
+    u = new URL(uri);
+  } catch {
+    return { url: uri };
+  }
+  if (!u.username && !u.password) return { url: uri };
+  const auth = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');
+  u.username = '';
+  u.password = '';
+  return { url: u.href, auth };
 }

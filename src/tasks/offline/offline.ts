@@ -114,7 +114,8 @@ export class Offline {
       try {
         await tool.init();
       } catch (e) {
-        throw new VfsError('UPSTREAM', `failed init tool ${req.tool}: ${(e as Error).message}`);
+        // The reason names the tool's address: for the admin only (publicMessage).
+        throw new VfsError('UPSTREAM', `failed init tool ${req.tool}: ${(e as Error).message}`, { cause: e, publicText: `failed init tool ${req.tool}` });
       }
     }
     const urls: URL[] = [];
@@ -129,7 +130,8 @@ export class Offline {
       await this.guard.checkUrl(url);
       urls.push(url);
     }
-    const dstFull = join(p.basePath, req.path);
+    // As the user sees it (AList names the full path, base path included: not the user's business).
+    const dstFull = join('/', req.path);
     const creator = { id: p.userId, username: p.username, role: p.role };
     const out: TaskInfo[] = [];
     for (const url of urls) {
