@@ -24,6 +24,7 @@ declare -A TOOLS=(
   [lftp]=lftp
   [cadaver]=cadaver
   [wget]=wget
+  [psftp]=putty-tools
 )
 
 missing=()

@@ -50,4 +50,19 @@ describe('ReadHandle', () => {
     expect(reads).toEqual([0, 300, 100, 200]);
     expect([got[0]!.equals(DATA.subarray(300, 400)), got[1]!.equals(DATA.subarray(100, 200)), got[2]!.equals(DATA.subarray(200, 300))]).toEqual([true, true, true]);
   });
+
+  it('answers a READ past the end only after the READs queued before it (pscp takes replies in order)', async () => {
+    const { vfs, reads } = fakeVfs();
+    const h = await ReadHandle.open(vfs, ctx, '/f');
+    const order: string[] = [];
+    const tail = DATA.length - 100;
+    await Promise.all([
+      h.read(tail, 32_768).then((b) => order.push(`data ${b!.length}`)),
+      h.read(DATA.length, 32_768).then((b) => order.push(`eof ${String(b)}`)),
+      h.read(DATA.length + 32_768, 32_768).then((b) => order.push(`eof ${String(b)}`)),
+    ]);
+    expect(order).toEqual(['data 100', 'eof null', 'eof null']);
+    expect(reads).toEqual([tail]); // nothing past the end is read from the storage
+    expect(await h.read(DATA.length, 10)).toBeNull(); // idle: answered at once
+  });
 });

@@ -52,7 +52,11 @@ export class ReadHandle {
    * (SFTP EOF). Give the buffer back with release() once it has been sent.
    */
   read(offset: number, length: number): Promise<Buffer | null> {
-    if (this.closed || offset >= this.entry.size) return Promise.resolve(null);
+    if (this.closed) return Promise.resolve(null);
+    // Past the end there is nothing to read, but the EOF must not overtake READs queued before it:
+    // pscp (PuTTY) reads ahead past the end and takes each reply as the next block in order, so an
+    // EOF answered before the last short block made it stop with "Lost connection".
+    if (offset >= this.entry.size && !this.busy && this.queue.length === 0) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
       this.queue.push({ offset, length: Math.min(length, MAX_RW), resolve, reject });
       void this.pump();
@@ -86,6 +90,10 @@ export class ReadHandle {
     try {
       while (this.queue.length && !this.closed) {
         const req = this.next();
+        if (req.offset >= this.entry.size) {
+          req.resolve(null);
+          continue;
+        }
         const buf = this.free.pop() ?? Buffer.allocUnsafeSlow(MAX_RW);
         try {
           const n = await this.reader.read(buf, req.length, req.offset);
