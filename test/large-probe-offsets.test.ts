@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { list, ok, putFile } from './fs-helpers.js';
+import { list, ok, putFile, rawRequest } from './fs-helpers.js';
 import { until, uploadLeftovers, withSsh2Sftp } from './clients/sftp.js';
 import { createStorage, REMOTE_DRIVERS, startRemoteServers, type RemoteServers } from './remote-servers.js';
 
@@ -50,20 +50,8 @@ const sparse: string[] = [];
 const davAuth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
 const sftpLogin = () => ({ port: ts.sftpPort, username: 'admin', password: ADMIN_PASSWORD });
 
-interface Res { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }
-function http(method: string, path: string, headers: Record<string, string> = {}): Promise<Res> {
-  const u = new URL(ts.url);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: u.hostname, port: u.port, method, path, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A raw request (fs-helpers' rawRequest) to this file's server. */
+const http = (method: string, path: string, headers: Record<string, string> = {}) => rawRequest(ts, method, path, headers);
 
 /** `/d` or `/p` URL of a file, signed. */
 async function signed(prefix: '/d' | '/p', path: string): Promise<string> {
