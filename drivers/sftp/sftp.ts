@@ -63,7 +63,7 @@ async function writeAll(s: SFTPWrapper, handle: Buffer, src: AsyncIterable<Buffe
  * Seconds as SFTP v3 carries them (uint32: 1970 to 2106-02-07), or undefined outside that range:
  * ssh2 writes only the low 32 bits, so a time of 2200 was set as 2063, silently.
  */
-function sftpSeconds(d: Date): number | undefined {
+function uint32SecondsOrNone(d: Date): number | undefined {
   const secs = Math.floor(d.getTime() / 1000);
   return secs >= 0 && secs <= 2 ** 32 - 1 ? secs : undefined;
 }
@@ -243,13 +243,13 @@ export class SftpDriver implements Driver {
         throw e instanceof VfsError || sftpStatus(e) !== undefined ? sftpError(e, path) : new VfsError('UPSTREAM', 'upload failed', { path, cause: e });
       }
       // A time SFTP cannot carry is not kept: the file keeps its upload time (and says so).
-      if (args.modified && sftpSeconds(args.modified) !== undefined) await this.setTimes(s, path, args.modified);
+      if (args.modified && uint32SecondsOrNone(args.modified) !== undefined) await this.setTimes(s, path, args.modified);
     }, args.signal);
     return this.get(path, args);
   }
 
   private async setTimes(s: SFTPWrapper, path: string, modified: Date): Promise<void> {
-    const secs = sftpSeconds(modified);
+    const secs = uint32SecondsOrNone(modified);
     if (secs === undefined) throw new VfsError('INVALID', 'an SFTP storage keeps modification times from 1970 to 2106 only', { path });
     await call(s, (cb) => s.utimes(this.remote(path), secs, secs, cb));
   }
