@@ -33,6 +33,9 @@ export class HostPaths {
   }
 
   private dirRealpath(dir: string): string {
+    // The root's realpath was taken at init and is what `inside` checks against: resolving it again
+    // cost a readlink per component of the root's own path on every entry directly under it.
+    if (dir === this.root) return this.realRoot;
     let real = this.turn.get(dir);
     if (real === undefined) this.remember(dir, (real = realpathSync.native(dir)));
     return real;
