@@ -1,13 +1,14 @@
 /**
  * Changing the tree over REST (alist-compat §10): mkdir, rename, batch_rename, regex_rename, move,
  * copy, recursive_move, remove, remove_empty_directory. Names are validated as single components
- * (decision 3); permission bits, meta write and base-path containment are the VFS's. Only AList's
- * per-endpoint answers are decided here (`file [x] exists`, `Empty file names`, mkdir's 500).
+ * (decision 3); permission bits, meta write and base-path containment are the VFS's (each route
+ * also checks its bit up front, as AList answers that first). Only AList's per-endpoint answers
+ * are decided here (`file [x] exists`, `Empty file names`, mkdir's 500).
  */
 import type { FastifyRequest } from 'fastify';
-import type { AccessContext } from '../../../src/auth/principal.js';
+import { can, type AccessContext, type Principal } from '../../../src/auth/principal.js';
 import type { Core } from '../../../src/core.js';
-import { isVfsError } from '../../../src/errors.js';
+import { isVfsError, VfsError } from '../../../src/errors.js';
 import { join, normalize, parent, validateName } from '../../../src/paths.js';
 import type { Entry } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
@@ -26,6 +27,16 @@ async function exists(core: Core, ctx: AccessContext, path: string): Promise<boo
     if (isVfsError(e, 'NOT_FOUND')) return false;
     throw e;
   }
+}
+
+/**
+ * The route's permission bit, checked first as AList does (fsmanage.go, fsbatch.go: right after
+ * binding). The VFS checks it again on each operation, but a request that never reaches one (a
+ * taken destination name, nothing to rename, move or prune) answered `file [x] exists` or a
+ * success to a user who may not do it at all.
+ */
+function requireBit(ctx: AccessContext, allowed: (p: Principal) => boolean): void {
+  if (!allowed(ctx.principal)) throw new VfsError('FORBIDDEN');
 }
 
 const existsError = (name: string) => new ApiError(403, `file [${name}] exists`);
@@ -100,6 +111,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
+    requireBit(ctx, can.rename);
     const name = validateName(str(f, 'name'));
     const src = reqPath(f, 'path');
     const dst = join(parent(src), name);
@@ -116,6 +128,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/batch_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
+    requireBit(ctx, can.rename);
     const dir = reqPath(f, 'src_dir');
     const objs = f.rename_objects ?? [];
     if (!Array.isArray(objs) || !objs.every((o) => o && typeof o === 'object' && !Array.isArray(o))) {
@@ -136,6 +149,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/regex_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
+    requireBit(ctx, can.rename);
     const dir = reqPath(f, 'src_dir');
     const pattern = str(f, 'src_name_regex'); // a non-string is a 400, not a regexp error
     // Go's empty pattern matches every name: a missing field would rename the whole folder.
@@ -161,6 +175,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f);
+    requireBit(ctx, kind === 'move' ? can.move : can.copy);
     const srcDir = reqPath(f, 'src_dir');
     const dstDir = reqPath(f, 'dst_dir');
     const overwrite = bool(f.overwrite);
@@ -189,6 +204,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/recursive_move', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
+    requireBit(ctx, can.move);
     const srcDir = reqPath(f, 'src_dir');
     const dstDir = reqPath(f, 'dst_dir');
     const policy = str(f, 'conflict_policy');
@@ -221,6 +237,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f);
+    requireBit(ctx, can.remove);
     const dir = reqPath(f, 'dir');
     for (const n of list) {
       try {
@@ -234,6 +251,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/fs/remove_empty_directory', async (req) => {
     const ctx = accessContext(req);
+    requireBit(ctx, can.remove);
     await pruneEmpty(core, ctx, reqPath(fields(req), 'src_dir'));
     return ok();
   });
