@@ -38,7 +38,9 @@ interface Rule {
 function hideRegex(line: string): HideMatcher {
   const src = line.endsWith('\r') ? line.slice(0, -1) : line;
   const lead = /^\(\?([a-zA-Z]+)\)/.exec(src);
-  const js = !lead || !/^[ims]+$/.test(lead[1]!) ? new RegExp(src) : new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join(''));
+  // Built only when RE2 refuses the line: built first, a line only RE2 knows, such as the scoped
+  // flags of `(?i:secret)` (AList's regexp2 takes them; Node 20's RegExp does not), was refused.
+  const js = () => (!lead || !/^[ims]+$/.test(lead[1]!) ? new RegExp(src) : new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join('')));
   // Matched with RE2 (linear time) whenever RE2 takes the pattern, leading (?ims) included: a
   // backtracking RegExp such as `^(a+)+$` froze the whole server for minutes on one 40-character
   // name, in every listing of the folder. Only what RE2 lacks (look-around, backreferences) stays
@@ -46,7 +48,7 @@ function hideRegex(line: string): HideMatcher {
   try {
     return RE2JS.compile(src);
   } catch {
-    return js;
+    return js();
   }
 }
 

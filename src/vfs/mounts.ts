@@ -302,11 +302,22 @@ export class MountTable {
     throw new VfsError('NOT_FOUND', undefined, { path: vpath });
   }
 
+  private isBelow(m: Mount, segs: readonly string[]): boolean {
+    return m.status !== STATUS_DISABLED && m.segments.length > segs.length && segs.every((s, i) => s === m.segments[i]);
+  }
+
   /** Listed (not disabled) mounts strictly below `segs`. */
   private below(segs: readonly string[]): Mount[] {
-    return [...this.mounts.values()].filter(
-      (m) => m.status !== STATUS_DISABLED && m.segments.length > segs.length && segs.every((s, i) => s === m.segments[i]),
-    );
+    return [...this.mounts.values()].filter((m) => this.isBelow(m, segs));
+  }
+
+  /** Whether any listed mount lies strictly below `vpath` (childMounts without building the entries). */
+  hasMountsBelow(vpath: string): boolean {
+    const segs = segments(vpath);
+    for (const m of this.mounts.values()) {
+      if (this.isBelow(m, segs)) return true;
+    }
+    return false;
   }
 
   /**

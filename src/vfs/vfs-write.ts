@@ -25,6 +25,11 @@ export class VfsWriter {
     return this.vfs.deps.rules;
   }
 
+  /** Storages are mounted below `vpath`: it is (at least) their virtual folder. */
+  private mountsBelow(vpath: string): boolean {
+    return this.vfs.deps.mounts.hasMountsBelow(vpath);
+  }
+
   async mkdir(ctx: AccessContext, path: string, opts: MkdirOptions = {}): Promise<Entry> {
     const vpath = await this.vfs.enter(ctx, path);
     await requireWrite(ctx, this.rules, parent(vpath));
@@ -148,8 +153,10 @@ export class VfsWriter {
   private async clearTarget(dst: Located, srcObj: Obj, opts: TransferOptions, args: { signal?: AbortSignal }): Promise<void> {
     const tree = this.vfs.tree;
     const existing = await tree.tryObjAt(dst.mount, dst.dpath, args);
-    if (!existing) return;
     const name = basename(dst.vpath);
+    // The folder of mount points below the target is taken even where the storage has nothing (see put).
+    if (!existing && this.mountsBelow(dst.vpath)) throw new VfsError('EXISTS', `file [${name}] exists`, { path: dst.vpath });
+    if (!existing) return;
     if (!opts.overwrite || existing.isDir || srcObj.isDir) throw new VfsError('EXISTS', `file [${name}] exists`, { path: dst.vpath });
     requireCap(dst.mount.capabilities, 'canRemove');
     const d = tree.driver(dst.mount);
@@ -287,7 +294,9 @@ export class VfsWriter {
     const loc = await this.vfs.locate(vpath);
     // Held until the driver's put settles: an upload outlives an edit of its storage.
     try {
-      if (!loc || isRootPath(loc.dpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
+      // A path with mount points below is their folder even where the storage holding it has
+      // nothing: a file put there hid them (listed instead of the folder, which then was `not a folder`).
+      if (!loc || isRootPath(loc.dpath) || this.mountsBelow(vpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
       requireCap(loc.mount.capabilities, 'canPut');
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);

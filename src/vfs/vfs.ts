@@ -7,7 +7,7 @@
 import { finished, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { AccessContext } from '../auth/principal.js';
-import { fromErrno, VfsError } from '../errors.js';
+import { fromErrno, isVfsError, VfsError } from '../errors.js';
 import { basename, isRootPath, join, parent } from '../paths.js';
 import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
@@ -92,12 +92,28 @@ export class Vfs implements VfsApi {
     if (loc) this.deps.mounts.release(loc.mount);
   }
 
+  /**
+   * The object at a located path; undefined when the storage lacks it but mount points lie below
+   * it. Such a path is the virtual folder listing them (with the default Local storage at `/`, a
+   * storage at `/a/b` shows `a` in `/`): without this it was listed but `object not found` when
+   * opened. AList too answers its virtual files when the storage has nothing there.
+   */
+  private async objOrVirtual(loc: Located, ctx: AccessContext): Promise<Obj | undefined> {
+    try {
+      return await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
+    } catch (e) {
+      if (isVfsError(e, 'NOT_FOUND') && this.deps.mounts.hasMountsBelow(loc.vpath)) return undefined;
+      throw e;
+    }
+  }
+
   async stat(ctx: AccessContext, path: string): Promise<Entry> {
     const vpath = await this.enter(ctx, path);
     const loc = await this.locate(vpath);
     if (!loc) return this.virtualEntry(vpath);
     try {
-      return this.entryOf(loc, await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx)));
+      const obj = await this.objOrVirtual(loc, ctx);
+      return obj ? this.entryOf(loc, obj) : this.virtualEntry(vpath);
     } finally {
       this.release(loc);
     }
@@ -108,25 +124,26 @@ export class Vfs implements VfsApi {
     const p = ctx.principal;
     if (opts.refresh && !(await this.deps.rules.canWrite(p, vpath))) throw new VfsError('READ_ONLY', 'Refresh without permission');
     const loc = await this.locate(vpath);
-    let dir: Entry;
+    let dir: Entry | undefined;
     const entries: Entry[] = [];
     let storage: StorageInfo | undefined;
     if (loc) {
       try {
-        const dirObj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
-        if (!dirObj.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: vpath });
-        dir = this.entryOf(loc, dirObj);
-        storage = this.deps.mounts.info(loc.mount);
-        for (const o of await this.tree.list(loc.mount, dirObj, this.args(ctx), opts.refresh)) {
-          const child = this.tree.childPath(vpath, o.name);
-          if (child) entries.push(toEntry(o, child));
+        const dirObj = await this.objOrVirtual(loc, ctx);
+        if (dirObj && !dirObj.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: vpath });
+        if (dirObj) {
+          dir = this.entryOf(loc, dirObj);
+          storage = this.deps.mounts.info(loc.mount);
+          for (const o of await this.tree.list(loc.mount, dirObj, this.args(ctx), opts.refresh)) {
+            const child = this.tree.childPath(vpath, o.name);
+            if (child) entries.push(toEntry(o, child));
+          }
         }
       } finally {
         this.release(loc);
       }
-    } else {
-      dir = this.virtualEntry(vpath);
     }
+    dir ??= this.virtualEntry(vpath);
     // Mount points below show as folders after the real objects; a real object of the same name wins.
     const real = new Set(entries.map((e) => e.name));
     for (const v of this.deps.mounts.childMounts(vpath)) if (!real.has(v.name)) entries.push(v);
@@ -260,8 +277,8 @@ export class Vfs implements VfsApi {
   async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
     const loc = await this.locate(await this.enter(ctx, path));
     try {
-      if (!loc) return {};
-      await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx)); // statvfs of a missing path: NOT_FOUND
+      // statvfs of a missing path: NOT_FOUND; of a virtual folder: nothing to tell.
+      if (!loc || !(await this.objOrVirtual(loc, ctx))) return {};
       if (!loc.mount.capabilities.canUsage) return {};
       const d = this.tree.driver(loc.mount);
       return await this.tree.call(() => d.usage!(this.args(ctx)));
