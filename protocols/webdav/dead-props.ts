@@ -19,6 +19,11 @@ export interface DeadProp {
   local: string;
   /** The value as self-contained XML content (see xml.ts serializeContent). */
   xml: string;
+  /**
+   * The xml:lang in scope at the property element (its own, or an ancestor's in the PROPPATCH), which
+   * RFC 4918 §4.3 says a server MUST keep with a dead property; undefined when there was none.
+   */
+  lang?: string;
 }
 
 export type PropOp = { op: 'set'; prop: DeadProp } | { op: 'remove'; ns: string; local: string };
@@ -28,7 +33,7 @@ export const MAX_RESOURCE_CHARS = 64 * 1024;
 /** Characters of dead properties all resources together may carry (paths and JSON counted: weightOf). */
 export const MAX_TOTAL_CHARS = 8 * 1024 * 1024;
 
-const charsOf = (props: readonly DeadProp[]) => props.reduce((n, p) => n + p.ns.length + p.local.length + p.xml.length, 0);
+const charsOf = (props: readonly DeadProp[]) => props.reduce((n, p) => n + p.ns.length + p.local.length + p.xml.length + (p.lang?.length ?? 0), 0);
 /**
  * What a resource's list weighs in the store: its properties, plus its path (the key) and the JSON
  * around each entry, so many resources with long paths and tiny properties count too.

@@ -166,9 +166,10 @@ function serializeElem(e: XElem): string {
   return inner === '' ? `<${e.local}${attrs}/>` : `<${e.local}${attrs}>${inner}</${e.local}>`;
 }
 
-/** An element in its own (default) namespace, for dead properties and unknown property names. */
-export function nsElement(ns: string, local: string, inner = ''): string {
-  return inner === '' ? `<${local} xmlns="${esc(ns)}"/>` : `<${local} xmlns="${esc(ns)}">${inner}</${local}>`;
+/** An element in its own (default) namespace, for dead properties (with their xml:lang) and unknown property names. */
+export function nsElement(ns: string, local: string, inner = '', lang?: string): string {
+  const attrs = ` xmlns="${esc(ns)}"` + (lang === undefined ? '' : ` xml:lang="${esc(lang)}"`);
+  return inner === '' ? `<${local}${attrs}/>` : `<${local}${attrs}>${inner}</${local}>`;
 }
 
 export const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n';

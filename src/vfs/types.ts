@@ -148,6 +148,13 @@ export interface VfsApi {
   moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
   /** Copy `src` to the full path `dst` (copy bit). Same storage only here; across storages: CROSS_MOUNT. */
   copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
+  /**
+   * The refusals a move or copy would answer for what it is (permission bits, the storage's
+   * capabilities, hidden entries a folder would expose), without doing it; a move or copy between
+   * storages checks what the copy and removal it becomes need. For adapters that must remove an
+   * existing destination first (WebDAV, RFC 4918 §9.8.4): a refusal after that lost the destination.
+   */
+  checkTransfer(kind: 'move' | 'copy', ctx: AccessContext, src: string, dst: string): Promise<void>;
   /** Remove a file or folder (remove bit). A storage root or virtual folder cannot be removed. */
   remove(ctx: AccessContext, path: string, opts?: RemoveOptions): Promise<void>;
   /** Stream a file into place atomically, creating missing parent folders. */

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { can, type AccessContext } from '../auth/principal.js';
-import { VfsError } from '../errors.js';
+import { isVfsError, VfsError } from '../errors.js';
 import { basename, isRootPath, isWithin, join, parent } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
 import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
@@ -77,25 +77,61 @@ export class VfsWriter {
     return loc;
   }
 
+  /** The permission bits a move or copy from `vs` to `vd` needs, checked before anything else. */
+  private requireTransferBits(kind: 'move' | 'copy', ctx: AccessContext, vs: string, vd: string): void {
+    const p = ctx.principal;
+    requireManage(ctx);
+    if (kind === 'copy') requireBit(can.copy(p));
+    else if (parent(vs) === parent(vd)) requireBit(can.rename(p));
+    else requireBit(can.move(p) && (basename(vs) === basename(vd) || can.rename(p)));
+  }
+
+  /** The driver capabilities a move or copy inside one storage needs. */
+  private requireTransferCaps(kind: 'move' | 'copy', src: Located, vs: string, vd: string): void {
+    const caps = src.mount.capabilities;
+    const renames = basename(vs) !== basename(vd);
+    if (kind === 'copy') requireCap(caps, 'canCopy');
+    else if (parent(vs) === parent(vd)) requireCap(caps, 'canRename');
+    else requireCap(caps, ...(renames ? ['canMove' as const, 'canRename' as const] : ['canMove' as const]));
+  }
+
+  /** checkTransfer: see VfsApi. */
+  async checkTransfer(kind: 'move' | 'copy', ctx: AccessContext, srcPath: string, dstPath: string): Promise<void> {
+    const vs = await this.vfs.enter(ctx, srcPath);
+    const vd = await this.vfs.enter(ctx, dstPath);
+    this.requireTransferBits(kind, ctx, vs, vd);
+    if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
+    const src = await this.source(vs);
+    try {
+      try {
+        await this.sameMountTarget(src, vd);
+      } catch (e) {
+        if (!isVfsError(e, 'CROSS_MOUNT')) throw e;
+        // Between storages a move is a copy and a removal (what adapters build from other calls).
+        if (kind === 'move') requireBit(can.copy(ctx.principal));
+        return;
+      }
+      const srcObj = await this.vfs.tree.objAt(src.mount, src.dpath, this.vfs.args(ctx));
+      // A folder the storage cannot copy in one call can still be copied member by member.
+      if (kind === 'move' || !srcObj.isDir) this.requireTransferCaps(kind, src, vs, vd);
+      if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
+    } finally {
+      this.vfs.release(src);
+    }
+  }
+
   /** moveTo / copyTo: see VfsApi. */
   async transfer(kind: 'move' | 'copy', ctx: AccessContext, srcPath: string, dstPath: string, opts: TransferOptions = {}): Promise<Entry> {
     const vs = await this.vfs.enter(ctx, srcPath);
     const vd = await this.vfs.enter(ctx, dstPath);
-    const p = ctx.principal;
     const sameDir = parent(vs) === parent(vd);
     const newName = basename(vd);
-    const renames = basename(vs) !== newName;
-    requireManage(ctx);
-    if (kind === 'copy') requireBit(can.copy(p));
-    else if (sameDir) requireBit(can.rename(p));
-    else requireBit(can.move(p) && (!renames || can.rename(p)));
+    this.requireTransferBits(kind, ctx, vs, vd);
     if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
     const src = await this.source(vs);
     try {
       const dst = await this.sameMountTarget(src, vd);
-      const caps = src.mount.capabilities;
-      if (kind === 'move') requireCap(caps, ...(sameDir ? ['canRename' as const] : renames ? ['canMove' as const, 'canRename' as const] : ['canMove' as const]));
-      else requireCap(caps, 'canCopy');
+      this.requireTransferCaps(kind, src, vs, vd);
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);
       const srcObj = await tree.objAt(src.mount, src.dpath, args);

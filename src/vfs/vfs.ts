@@ -299,6 +299,10 @@ export class Vfs implements VfsApi {
     return this.track(this.writer.transfer('copy', ctx, src, dst, opts));
   }
 
+  checkTransfer(kind: 'move' | 'copy', ctx: AccessContext, src: string, dst: string): Promise<void> {
+    return this.track(this.writer.checkTransfer(kind, ctx, src, dst));
+  }
+
   remove(ctx: AccessContext, path: string, opts?: RemoveOptions): Promise<void> {
     return this.track(this.writer.remove(ctx, path, opts));
   }

@@ -56,11 +56,16 @@ export async function copyMove(dav: Dav): Promise<void> {
   // saving over a file it has open, submitted the token above) would see its refresh, writes and
   // UNLOCK fail. So locks rooted at the destination are put back once the tree has settled.
   const kept = existing ? dav.locks.covering(vdst).filter((l) => l.root === vdst) : [];
-  // Locks and dead properties of what is removed or moved follow the tree (follow-changes.ts).
-  if (existing && !replaceInPlace) await vfs.remove(dav.ctx, dst);
+  const newFolder = !move && src.isDir && depth === '0'; // a mkdir, not a transfer
+  if (existing && !replaceInPlace) {
+    // What the transfer would refuse is refused before the destination is removed (it was lost).
+    if (!newFolder) await vfs.checkTransfer(move ? 'move' : 'copy', dav.ctx, dav.path, dst);
+    // Locks and dead properties of what is removed or moved follow the tree (follow-changes.ts).
+    await vfs.remove(dav.ctx, dst);
+  }
   if (move) {
     await moveOrCopyAcross(dav, dst, src.isDir, replaceInPlace);
-  } else if (src.isDir && depth === '0') {
+  } else if (newFolder) {
     await vfs.mkdir(dav.ctx, dst);
     await dav.props.removeTree(vdst);
     await dav.props.apply(vdst, dav.props.get(vsrc).map((prop) => ({ op: 'set' as const, prop })));

@@ -112,7 +112,7 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
   if (want.kind === 'allprop') {
     return (e, href, p) => {
       let found = allLive(e, live);
-      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, deadValue(d, e));
+      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, deadValue(d, e), d.lang);
       for (const q of want.include) if (q.ns === DAV_NS && q.local.startsWith('quota-')) found += LIVE[q.local]?.(e, live) ?? '';
       return wrap(href, propstat(found, 200));
     };
@@ -132,7 +132,7 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
         continue;
       }
       const d = byName ? byName.get(keyOf(q.ns, q.local)) : dead.find((x) => x.ns === q.ns && x.local === q.local);
-      if (d) found += nsElement(d.ns, d.local, deadValue(d, e));
+      if (d) found += nsElement(d.ns, d.local, deadValue(d, e), d.lang);
       else missing += qnameXml(q);
     }
     // An empty <D:prop/> still gets a (empty) propstat: a response needs one (RFC 4918 §14.24).

@@ -13,17 +13,21 @@ import { parseHttpDate } from '../../http-date.js';
 import { isLive, MS_NS } from '../live-props.js';
 import { MultiStatus, propstat } from '../multistatus.js';
 import { hrefOf, parentOf, readBody, vpathOf, type Dav } from '../request.js';
-import { DAV_NS, elems, esc, nsElement, parseXml, serializeContent, textOf } from '../xml.js';
+import { DAV_NS, elems, esc, nsElement, parseXml, serializeContent, textOf, type XElem } from '../xml.js';
 
 export function parsePropertyUpdate(body: string): PropOp[] {
   const root = parseXml(body);
   if (root.ns !== DAV_NS || root.local !== 'propertyupdate') throw new DavError(400, 'expected DAV:propertyupdate');
   const ops: PropOp[] = [];
+  // The xml:lang in scope at each property element (RFC 4918 §4.3): its own, else the nearest ancestor's.
+  const langOf = (e: XElem, inherited: string | undefined) => e.attrs['xml:lang'] ?? inherited;
   for (const action of elems(root, DAV_NS)) {
     if (action.local !== 'set' && action.local !== 'remove') continue;
     for (const prop of elems(action, DAV_NS, 'prop')) {
+      const inScope = langOf(prop, langOf(action, langOf(root, undefined)));
       for (const p of elems(prop)) {
-        if (action.local === 'set') ops.push({ op: 'set', prop: { ns: p.ns, local: p.local, xml: serializeContent(p) } });
+        const lang = langOf(p, inScope);
+        if (action.local === 'set') ops.push({ op: 'set', prop: { ns: p.ns, local: p.local, xml: serializeContent(p), ...(lang === undefined ? {} : { lang }) } });
         else ops.push({ op: 'remove', ns: p.ns, local: p.local });
       }
     }
