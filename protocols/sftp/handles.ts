@@ -93,6 +93,9 @@ export class HandleTable {
   async openDir(path: string): Promise<Buffer> {
     // Each dir handle holds its whole listing until CLOSE: bounded like file handles.
     const listing = await this.reserved(() => this.d.vfs.list(this.d.ctx, path));
+    // A session that ended meanwhile (abortAll has run) would never release it: the handle stayed
+    // counted against the user for good, and enough dropped connections locked them out of SFTP.
+    if (this.ended()) throw new VfsError('UPSTREAM', 'session ended');
     return this.add(new DirHandle(path, listing.entries));
   }
 

@@ -212,6 +212,9 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
       // After login the idle timeout proper applies.
       clearTimeout(timer);
       const idle = setTimeout(() => {
+        // A client waiting for an answer is not idle: a request on a slow storage, or an upload's
+        // CLOSE landing, used to be cut off (and that upload lost) once it outlasted the timeout.
+        if ([...sessions].some((s) => s.busy)) return void idle.refresh();
         log.info({ ip, user: principal.username }, 'sftp connection idle, closing');
         client.end();
       }, idleMs);

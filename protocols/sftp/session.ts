@@ -91,6 +91,11 @@ export class SftpSession {
     });
   }
 
+  /** Requests under way: the connection is not idle while it owes an answer (server.ts). */
+  get busy(): boolean {
+    return this.inflight > 0;
+  }
+
   private get vfs() {
     return this.d.vfs;
   }
@@ -119,6 +124,7 @@ export class SftpSession {
         this.out().status(reqId, s.code, s.message);
       })
       .finally(() => {
+        this.d.touch(); // the idle time counts from the answer
         answered();
         if (--this.inflight === 0) this.idle?.();
       });
@@ -268,7 +274,11 @@ export class SftpSession {
         const r = await handleExtended(s, id, name, data, {
           rename: (from, to) => this.rename(from, to, true),
           usage: (p) => this.vfs.usage(this.ctx, clientPath(p)),
-          handlePath: (h) => this.handles.get(h).path,
+          // An upload's file only exists once it lands: its folder answers for the storage.
+          handlePath: (h) => {
+            const hd = this.handles.get(h);
+            return hd.kind === 'write' ? posix.dirname(hd.path) : hd.path;
+          },
           maxHandles: MAX_HANDLES,
         });
         if (r === 'ok') this.ok(id);

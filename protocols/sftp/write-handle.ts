@@ -172,11 +172,14 @@ export class WriteHandle {
     if (offset > this.frontier) {
       // The window bounds both how far ahead a write may land and how much we hold in memory.
       const shared = this.opts.budget?.held ?? 0;
-      if (end - this.frontier > REORDER_WINDOW || this.reorderBytes + data.length > REORDER_WINDOW || shared + data.length > REORDER_BUDGET) {
+      // A chunk overlapping one held (a client rewriting bytes not streamed yet) spills too: the
+      // map replaced a held chunk at the same offset (a shorter one cut the file short) and pushed
+      // overlapping ones in offset order (the earlier WRITE won); the spill file applies them in order.
+      if (end - this.frontier > REORDER_WINDOW || this.reorderBytes + data.length > REORDER_WINDOW || shared + data.length > REORDER_BUDGET || this.overlapsHeld(offset, end)) {
         await this.openSpill();
         return this.spillWrite(offset, data, end);
       }
-      this.hold(data.length - (this.reorder.get(offset)?.length ?? 0));
+      this.hold(data.length);
       this.reorder.set(offset, data);
       return;
     }
@@ -217,6 +220,12 @@ export class WriteHandle {
       if (skip < buf.length) await fd.write(buf, skip, buf.length - skip, off + skip - this.frontier);
     }
     this.dropReorder();
+  }
+
+  /** Whether [offset, end) overlaps a chunk in the reorder buffer (held chunks never overlap each other). */
+  private overlapsHeld(offset: number, end: number): boolean {
+    for (const [off, buf] of this.reorder) if (off < end && offset < off + buf.length) return true;
+    return false;
   }
 
   private hold(delta: number): void {
