@@ -35,6 +35,22 @@ async function fileSize(c: Client, remote: string): Promise<number | undefined> 
   }
 }
 
+/**
+ * Run `op`; a 550 answer ("not taken") is a refusal, not a missing object, when `there` still finds
+ * what the command acted on: a DELE refused in a read-only folder was NOT_FOUND, which REST's
+ * remove takes for "already gone" and answered success while the file stayed.
+ */
+async function refusable<T>(op: () => Promise<T>, there: () => Promise<boolean>, path: string): Promise<T> {
+  try {
+    return await op();
+  } catch (e) {
+    if (e instanceof FTPError && e.code === 550 && (await there().catch(() => false))) {
+      throw new VfsError('FORBIDDEN', `ftp: the server refused it: ${e.message}`, { path, cause: e });
+    }
+    throw e;
+  }
+}
+
 export class FtpDriver implements Driver {
   private readonly session: FtpSession;
   private readonly root: string;
@@ -49,6 +65,9 @@ export class FtpDriver implements Driver {
 
   /** A new entry's name: valid, and representable in the configured encoding (else INVALID). */
   private newName(name: string): string {
+    // FTP commands are lines: basic-ftp refuses a path with CR or LF, which failed as a lost
+    // connection (UPSTREAM, 500) instead of a name the storage cannot hold.
+    if (/[\r\n]/.test(name)) throw new VfsError('INVALID', `name ${JSON.stringify(name)} cannot be sent over FTP (line break)`);
     return encodableName(validateName(name), this.encoding);
   }
 
@@ -130,8 +149,12 @@ export class FtpDriver implements Driver {
           finish();
           return cb();
         }
-        if (out.write(take)) cb();
-        else out.once('drain', () => cb());
+        if (out.write(take)) return cb();
+        // Waiting on our reader, not on the server: basic-ftp's idle timeout on the data socket
+        // (15 s) cut the download of a reader that paused that long (a paused video player).
+        const data = c.ftp.dataSocket;
+        data?.setTimeout(0);
+        out.once('drain', () => { data?.setTimeout(c.ftp.timeout); cb(); });
       },
     });
     c.downloadTo(sink, remote, start).then(() => { if (!done) out.end(); finish(); }, (e) => { if (!done) out.destroy(ftpError(e, remote)); finish(); });
@@ -160,7 +183,7 @@ export class FtpDriver implements Driver {
     const remote = this.remote(path);
     await this.session.run(async (c) => {
       if ((await isDir(c, remote)) || (await fileSize(c, remote)) !== undefined) throw new VfsError('EXISTS', undefined, { path });
-      await c.send(`MKD ${remote}`);
+      await refusable(() => c.send(`MKD ${remote}`), () => isDir(c, this.remote(parent.path)), path);
     }, { signal: args.signal, path: parent.path });
     return { name, path, size: 0, isDir: true, modified: new Date() };
   }
@@ -227,7 +250,8 @@ export class FtpDriver implements Driver {
     const to = this.remote(dst);
     await this.session.run(async (c) => {
       if ((await isDir(c, to)) || (await fileSize(c, to)) !== undefined) throw new VfsError('EXISTS', `file [${basename(dst)}] exists`, { path: dst });
-      await c.rename(this.remote(obj.path), to);
+      const from = this.remote(obj.path);
+      await refusable(() => c.rename(from, to), async () => (await isDir(c, from)) || (await fileSize(c, from)) !== undefined, obj.path);
     }, { signal, path: obj.path });
     return { ...obj, name: basename(dst), path: dst };
   }
@@ -244,7 +268,7 @@ export class FtpDriver implements Driver {
   async remove(obj: Obj, args: RemoveArgs): Promise<void> {
     const remote = this.remote(obj.path);
     await this.session.run(async (c) => {
-      if (!obj.isDir) return void (await c.remove(remote));
+      if (!obj.isDir) return void (await refusable(() => c.remove(remote), async () => (await fileSize(c, remote)) !== undefined, obj.path));
       if (!(await isDir(c, remote))) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
       if (args.onlyEmpty) {
         // LIST may skip dotfiles; RMD itself refuses a folder with anything in it (550 here: the
@@ -255,7 +279,7 @@ export class FtpDriver implements Driver {
           throw e instanceof FTPError && e.code === 550 ? notEmpty : e;
         }));
       }
-      await c.removeDir(remote);
+      await refusable(() => c.removeDir(remote), () => isDir(c, remote), obj.path);
     }, { signal: args.signal, path: obj.path });
   }
 }

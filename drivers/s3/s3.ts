@@ -260,8 +260,21 @@ export class S3Driver implements Driver {
       if (!keys.length) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
       if (await this.exists(dst, signal)) throw new VfsError('EXISTS', `file [${newName}] exists`, { path: dst });
       const to = this.keys.dirPrefix(dst);
-      for (let i = 0; i < keys.length; i += 8) {
-        await Promise.all(keys.slice(i, i + 8).map((k) => this.copyKey(k, to + k.slice(from.length), signal)));
+      const copied: string[] = [];
+      try {
+        for (let i = 0; i < keys.length; i += 8) {
+          const batch = keys.slice(i, i + 8);
+          // Settled, not Promise.all: every copy of the batch has ended before any cleanup.
+          const done = await Promise.allSettled(batch.map((k) => this.copyKey(k, to + k.slice(from.length), signal)));
+          done.forEach((r, j) => { if (r.status === 'fulfilled') copied.push(to + batch[j]!.slice(from.length)); });
+          const failed = done.find((r) => r.status === 'rejected');
+          if (failed) throw failed.reason;
+        }
+      } catch (e) {
+        // The new name did not exist: what was copied of a failed copy is only a partial folder
+        // there, which also made a retry fail with EXISTS. Best effort; the copy's error is the answer.
+        await this.deleteKeys(copied).catch((err: unknown) => this.ctx.log.warn({ err, path: dst }, 's3: could not remove a partial copy'));
+        throw e;
       }
       if (!keepSource) await this.deleteKeys(keys, signal);
       return this.dirObj(dst, new Date());

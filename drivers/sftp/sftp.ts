@@ -281,7 +281,15 @@ export class SftpDriver implements Driver {
     if (obj.isDir && isWithin(obj.path, dst)) throw new VfsError('INVALID', 'the destination folder is a subfolder of the source folder');
     const src = await this.get(obj.path, args);
     if (await this.tryStat(dst, args.signal)) throw new VfsError('EXISTS', `file [${obj.name}] exists`, { path: dst });
-    await this.copyTree(src, dstDir, args.signal);
+    try {
+      await this.copyTree(src, dstDir, args.signal);
+    } catch (e) {
+      // The folder was not there before: what a failed copy made of it is a partial copy under the
+      // final name (a retry then failed with EXISTS). Best effort; the copy's error is the answer.
+      const made = src.isDir ? await this.tryStat(dst).catch(() => undefined) : undefined;
+      if (made) await this.remove(this.obj(dst, made, made.isDirectory()), {}).catch((err: unknown) => this.ctx.log.warn({ err, path: dst }, 'sftp: could not remove a partial copy'));
+      throw e;
+    }
     return this.get(dst, args);
   }
 
@@ -303,11 +311,13 @@ export class SftpDriver implements Driver {
       await this.write(obj.path, (s) => call(s, (cb) => s.unlink(remote, cb)), args.signal);
       return;
     }
-    const dir = this.obj(obj.path, st, true);
-    const children = await this.list(dir, args);
+    // READDIR itself, not list(): list leaves out upload temp files and fails on (or skips) broken
+    // symlinks, and any of those left in the folder made its rmdir fail.
+    const entries = await this.read(obj.path, (s) => call<Array<{ filename: string; attrs: Stats }>>(s, (cb) => s.readdir(remote, cb as never)), args.signal);
+    const children = entries.filter((e) => e.filename !== '.' && e.filename !== '..');
     // onlyEmpty: READDIR shows every entry; the server's rmdir refuses a folder filled meanwhile.
     if (args.onlyEmpty && children.length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
-    for (const child of children) await this.remove(child, args);
+    for (const { filename, attrs } of children) await this.remove(this.obj(join(obj.path, filename), attrs, attrs.isDirectory()), args);
     await this.write(obj.path, (s) => call(s, (cb) => s.rmdir(remote, cb)), args.signal);
   }
 

@@ -95,6 +95,9 @@ export class DavHttp {
         resolve({ status: res.statusCode ?? 0, headers: res.headers, body: res });
       });
       req.on('timeout', () => {
+        // The socket is quiet because our reader holds the body back (a paused video player), not
+        // because the server went silent: look again later instead of cutting the download.
+        if (body && body.readableLength > 0) return void req.setTimeout(DAV_TIMEOUTS.idleMs);
         const e = new VfsError('UPSTREAM', `webdav: ${method} timed out`);
         // The answer has begun and its body went silent (a download, a listing): fail the body,
         // or its reader would wait forever on a socket that stays open.

@@ -55,11 +55,14 @@ export async function openLink(link: Link, range?: ByteRange, signal?: AbortSign
 }
 
 async function fetchRange(url: string, headers: Record<string, string>, range: ByteRange | undefined, signal?: AbortSignal): Promise<Readable> {
-  const idle = new IdleTimer(LINK_TIMEOUTS.idleMs);
+  let watched: Transform | undefined;
+  // Quiet because our reader holds the bytes back (a paused video player), not the server: wait on.
+  const held = () => !!watched && (watched.readableLength > 0 || watched.writableNeedDrain);
+  const idle = new IdleTimer(LINK_TIMEOUTS.idleMs, held);
   try {
     const body = await fetchFollowing(url, headers, range, signal ? AbortSignal.any([signal, idle.signal]) : idle.signal);
     // Every chunk restarts the timer; silence aborts the fetch, which fails the body.
-    const watched = new Transform({
+    watched = new Transform({
       transform(chunk: Buffer, _enc, cb) {
         idle.restart();
         cb(null, chunk);
@@ -78,8 +81,12 @@ class IdleTimer {
   private readonly ac = new AbortController();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(ms: number) {
-    this.timer = setTimeout(() => this.ac.abort(new VfsError('UPSTREAM', 'link download went silent')), ms).unref();
+  /** `held`: true while the silence is the reader's doing; the timer then starts over. */
+  constructor(ms: number, held: () => boolean = () => false) {
+    this.timer = setTimeout(() => {
+      if (held()) return void this.timer.refresh();
+      this.ac.abort(new VfsError('UPSTREAM', 'link download went silent'));
+    }, ms).unref();
   }
 
   get signal(): AbortSignal {
