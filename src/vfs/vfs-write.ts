@@ -284,7 +284,11 @@ export class VfsWriter {
       requireCap(src.mount.capabilities, 'canPut');
       const link = await tree.call(() => d.link(obj, args));
       const body = await openLink(link, undefined, ctx.signal);
-      return tree.call(() => d.put!(dstDir, body, { name: newName, size: obj.size, modified: obj.modified, signal: ctx.signal }));
+      try {
+        return await tree.call(() => d.put!(dstDir, body, { name: newName, size: obj.size, modified: obj.modified, signal: ctx.signal }));
+      } finally {
+        body.destroy(); // a put refused before reading left the source open (a descriptor, a connection)
+      }
     }
     requireCap(src.mount.capabilities, 'canRename');
     const tmpPath = join(dstDir.path, obj.name);
