@@ -298,7 +298,7 @@ export class MountTable {
       m.holds++;
       return { kind: 'mount', mount: m, dpath: '/' + segs.slice(m.segments.length).join('/') };
     }
-    if (segs.length === 0 || this.below(segs).length > 0) return { kind: 'virtual' };
+    if (segs.length === 0 || this.hasMountsBelow(vpath)) return { kind: 'virtual' };
     throw new VfsError('NOT_FOUND', undefined, { path: vpath });
   }
 

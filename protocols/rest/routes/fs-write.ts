@@ -6,10 +6,11 @@
  * are decided here (`file [x] exists`, `Empty file names`, mkdir's 500).
  */
 import type { FastifyRequest } from 'fastify';
-import { can, type AccessContext, type Principal } from '../../../src/auth/principal.js';
+import { can, type AccessContext } from '../../../src/auth/principal.js';
 import type { Core } from '../../../src/core.js';
-import { isVfsError, VfsError } from '../../../src/errors.js';
+import { isVfsError } from '../../../src/errors.js';
 import { join, normalize, parent, validateName } from '../../../src/paths.js';
+import { requireBit } from '../../../src/vfs/guard.js';
 import type { Entry } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
@@ -29,15 +30,10 @@ async function exists(core: Core, ctx: AccessContext, path: string): Promise<boo
   }
 }
 
-/**
- * The route's permission bit, checked first as AList does (fsmanage.go, fsbatch.go: right after
- * binding). The VFS checks it again on each operation, but a request that never reaches one (a
- * taken destination name, nothing to rename, move or prune) answered `file [x] exists` or a
- * success to a user who may not do it at all.
- */
-function requireBit(ctx: AccessContext, allowed: (p: Principal) => boolean): void {
-  if (!allowed(ctx.principal)) throw new VfsError('FORBIDDEN');
-}
+// Each route checks its permission bit first, as AList does (fsmanage.go, fsbatch.go: right after
+// binding). The VFS checks it again on each operation, but a request that never reaches one (a taken
+// destination name, nothing to rename, move or prune) answered `file [x] exists` or a success to a
+// user who may not do it at all.
 
 const existsError = (name: string) => new ApiError(403, `file [${name}] exists`);
 
@@ -111,7 +107,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    requireBit(ctx, can.rename);
+    requireBit(can.rename(ctx.principal));
     const name = validateName(str(f, 'name'));
     const src = reqPath(f, 'path');
     const dst = join(parent(src), name);
@@ -128,7 +124,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/batch_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    requireBit(ctx, can.rename);
+    requireBit(can.rename(ctx.principal));
     const dir = reqPath(f, 'src_dir');
     const objs = f.rename_objects ?? [];
     if (!Array.isArray(objs) || !objs.every((o) => o && typeof o === 'object' && !Array.isArray(o))) {
@@ -149,7 +145,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/regex_rename', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    requireBit(ctx, can.rename);
+    requireBit(can.rename(ctx.principal));
     const dir = reqPath(f, 'src_dir');
     const pattern = str(f, 'src_name_regex'); // a non-string is a 400, not a regexp error
     // Go's empty pattern matches every name: a missing field would rename the whole folder.
@@ -175,7 +171,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f);
-    requireBit(ctx, kind === 'move' ? can.move : can.copy);
+    requireBit((kind === 'move' ? can.move : can.copy)(ctx.principal));
     const srcDir = reqPath(f, 'src_dir');
     const dstDir = reqPath(f, 'dst_dir');
     const overwrite = bool(f.overwrite);
@@ -204,7 +200,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.post('/api/fs/recursive_move', async (req) => {
     const f = fields(req);
     const ctx = accessContext(req);
-    requireBit(ctx, can.move);
+    requireBit(can.move(ctx.principal));
     const srcDir = reqPath(f, 'src_dir');
     const dstDir = reqPath(f, 'dst_dir');
     const policy = str(f, 'conflict_policy');
@@ -237,7 +233,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const f = fields(req);
     const ctx = accessContext(req);
     const list = names(f);
-    requireBit(ctx, can.remove);
+    requireBit(can.remove(ctx.principal));
     const dir = reqPath(f, 'dir');
     for (const n of list) {
       try {
@@ -251,7 +247,7 @@ const routes: RoutePlugin = async (app, { core }) => {
 
   app.post('/api/fs/remove_empty_directory', async (req) => {
     const ctx = accessContext(req);
-    requireBit(ctx, can.remove);
+    requireBit(can.remove(ctx.principal));
     await pruneEmpty(core, ctx, reqPath(fields(req), 'src_dir'));
     return ok();
   });
