@@ -1,6 +1,6 @@
 /**
  * COPY and MOVE (RFC 4918 §9.8-9.9): Destination (absolute URL or path, percent-encoded), Overwrite
- * (F: 412 when the target exists), Depth (COPY 0 or infinity, MOVE infinity). Dead properties go
+ * (F: 412 when the target exists), Depth (COPY 0 or infinity, MOVE of a collection infinity). Dead properties go
  * with the resource; locks stay behind (they never follow a copy, and a moved source loses them).
  */
 import { Readable } from 'node:stream';
@@ -29,10 +29,13 @@ export async function copyMove(dav: Dav): Promise<void> {
   const ow = String(dav.req.headers.overwrite ?? 'T').trim().toUpperCase();
   if (ow !== 'T' && ow !== 'F') throw new DavError(400, 'bad Overwrite header');
   const depth = String(dav.req.headers.depth ?? 'infinity').trim().toLowerCase();
-  if (depth !== 'infinity' && (move || depth !== '0')) throw new DavError(400, 'bad Depth header');
+  if (depth !== 'infinity' && depth !== '0') throw new DavError(400, 'bad Depth header');
 
   const { vfs } = dav.deps;
   const src = await vfs.stat(dav.ctx, dav.path);
+  // RFC 4918 §9.9.2: a collection moves whole. For a file Depth means nothing, and Apache's mod_dav
+  // takes a MOVE of one with Depth 0 (a 400 failed clients that send the header on every MOVE).
+  if (move && src.isDir && depth !== 'infinity') throw new DavError(400, 'Depth must be infinity when moving a collection');
   if (dst === dav.path) throw new DavError(403, 'source and destination are the same');
   if (src.isDir && isWithin(dav.path, dst)) throw new DavError(403, 'cannot copy or move a collection into itself');
   // Overwriting an ancestor of the source would delete the source with it (and all its siblings):
