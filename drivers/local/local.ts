@@ -7,7 +7,7 @@ import { basename, isRootPath, isWithin, join, normalize, parent, validateName }
 import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
 import { isServed, listHostDir, TEMP_PREFIX } from './listing.js';
-import { putFile } from './put-file.js';
+import { place, putFile, tempIn } from './put-file.js';
 import { refuseDataDir } from './data-guard.js';
 import { watchRoot } from './watch.js';
 import type { LocalOptions } from './index.js';
@@ -184,13 +184,36 @@ export class LocalDriver implements Driver {
     }
   }
 
+  /**
+   * A copy that fails (a full disk) leaves nothing under the name: a file is copied to a hidden temp
+   * name and then placed (never replacing), a folder is created here first and removed again.
+   */
   async copy(obj: Obj, dstDir: Obj): Promise<Obj> {
     this.refuseIntoItself(obj, dstDir);
     await this.requireDir(dstDir.path);
     const dst = join(dstDir.path, creatableName(obj.name));
     const [s, d] = await this.pair(obj.path, dst);
-    await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true })
-      .catch((e) => { throw fromErrno(e, dst); });
+    const st = await lstat(s);
+    // Made by this copy: a folder by mkdir (EEXIST if one appeared since pair()), a file's temp name.
+    let made: string | undefined;
+    try {
+      if (st.isDirectory()) {
+        await mkdir(d, { mode: this.mkdirMode });
+        made = d;
+        await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true });
+        await utimes(d, st.atime, st.mtime); // cp sets it, but adding the entries moved it on
+      } else {
+        // Its own times until it is whole: an old file's mtime would make a listing sweep the temp
+        // file as an upload's stale leftover (listing.ts) while it is still being written.
+        made = tempIn(nodePath.dirname(d));
+        await cp(s, made, { errorOnExist: true, force: false, verbatimSymlinks: true });
+        await utimes(made, st.atime, st.mtime);
+        place(made, d, true);
+      }
+    } catch (e) {
+      if (made !== undefined) await rm(made, { recursive: true, force: true });
+      throw fromErrno(e, dst);
+    }
     return this.get(dst);
   }
 

@@ -28,7 +28,7 @@ export const SMALL_BODY = 64 * 1024;
 
 // A random name, from randomUUID: it draws from a cached pool, where a randomBytes call per upload
 // was a visible share of a small PUT's time.
-const tempIn = (dirReal: string) => nodePath.join(dirReal, TEMP_PREFIX + randomUUID());
+export const tempIn = (dirReal: string) => nodePath.join(dirReal, TEMP_PREFIX + randomUUID());
 
 /**
  * Read `stream` until it ends or holds more than `limit` bytes. In the second case the stream is left
@@ -81,7 +81,7 @@ function checkSize(args: PutArgs, written: number): void {
  * placing are one step), then the temp name is dropped. Where the file system has no hard links
  * (FAT, some FUSE mounts) a look just before the rename is the best there is.
  */
-function place(temp: string, target: string, noReplace: boolean | undefined): void {
+export function place(temp: string, target: string, noReplace: boolean | undefined): void {
   if (!noReplace) return renameSync(temp, target);
   try {
     linkSync(temp, target);

@@ -11,6 +11,7 @@ import { basename, isRootPath, isWithin, join, parent } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
 import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
 import { openLink } from './link.js';
+import { setAside, type SetAside } from './set-aside.js';
 import type { Entry, MkdirOptions, PutOptions, RemoveOptions, TransferOptions } from './types.js';
 import type { Located, Vfs } from './vfs.js';
 
@@ -142,16 +143,22 @@ export class VfsWriter {
       const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
       if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
       if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
-      await this.clearTarget(dst, srcObj, opts, args);
+      const aside = await this.clearTarget(dst, srcObj, opts, args);
       const d = tree.driver(src.mount);
       let result: Obj | void;
-      if (kind === 'move') {
-        result = sameDir
-          ? await tree.call(() => d.rename!(srcObj, newName, args))
-          : await this.moveAcross(src, srcObj, dstDir, newName, args);
-      } else {
-        result = await this.copyAs(src, srcObj, dstDir, newName, ctx);
+      try {
+        if (kind === 'move') {
+          result = sameDir
+            ? await tree.call(() => d.rename!(srcObj, newName, args))
+            : await this.moveAcross(src, srcObj, dstDir, newName, args);
+        } else {
+          result = await this.copyAs(src, srcObj, dstDir, newName, ctx);
+        }
+      } catch (e) {
+        await aside?.restore();
+        throw e;
       }
+      await aside?.drop(); // before the transfer's own change: what listens sees the old file go first
       if (kind === 'move') tree.changed(src.mount, src.dpath, srcObj.isDir);
       tree.changed(dst.mount, dst.dpath, true);
       const entry = this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
@@ -185,20 +192,23 @@ export class VfsWriter {
     await walk(srcObj, '', 0);
   }
 
-  /** With overwrite, an existing file at the target is removed first; folders are never replaced. */
-  private async clearTarget(dst: Located, srcObj: Obj, opts: TransferOptions, args: { signal?: AbortSignal }): Promise<void> {
+  /**
+   * With overwrite, an existing file at the target makes way: set aside until the transfer is done
+   * (./set-aside.ts), so a failed one loses nothing. Folders are never replaced.
+   */
+  private async clearTarget(dst: Located, srcObj: Obj, opts: TransferOptions, args: { signal?: AbortSignal }): Promise<SetAside | undefined> {
     const tree = this.vfs.tree;
     const existing = await tree.tryObjAt(dst.mount, dst.dpath, args);
     const name = basename(dst.vpath);
     // The folder of mount points below the target is taken even where the storage has nothing (see put).
     if (!existing && this.mountsBelow(dst.vpath)) throw new VfsError('EXISTS', `file [${name}] exists`, { path: dst.vpath });
-    if (!existing) return;
+    if (!existing) return undefined;
     if (!opts.overwrite || existing.isDir || srcObj.isDir) throw new VfsError('EXISTS', `file [${name}] exists`, { path: dst.vpath });
     requireCap(dst.mount.capabilities, 'canRemove');
-    const d = tree.driver(dst.mount);
-    await tree.call(() => d.remove!(existing, args));
-    tree.changed(dst.mount, dst.dpath);
-    this.vfs.changes.emit({ kind: 'remove', vpath: dst.vpath });
+    return setAside(tree, dst.mount, existing, () => {
+      tree.changed(dst.mount, dst.dpath);
+      this.vfs.changes.emit({ kind: 'remove', vpath: dst.vpath });
+    });
   }
 
   /**
