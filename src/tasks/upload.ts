@@ -56,7 +56,14 @@ export class Uploads {
           hashes: (a.hashes as Record<string, string> | undefined) ?? undefined,
           onProgress: (b) => t.setProgress(size ? (b * 100) / size : 0),
         };
-        await this.vfs.put(t.ctx, String(a.path), createReadStream(tmp), opts);
+        const body = createReadStream(tmp);
+        try {
+          await this.vfs.put(t.ctx, String(a.path), body, opts);
+        } finally {
+          // A put refused before reading (target now a folder, write taken away) leaves the stream
+          // open: its descriptor, and the removed temp file's disk space, were held for good.
+          body.destroy();
+        }
       },
       finished: cleanup,
       abandoned: cleanup,

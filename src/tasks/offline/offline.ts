@@ -151,6 +151,8 @@ export class Offline {
     return this.hidingTemp({
       resumable: false,
       run: async (t) => {
+        // As add() did: the creator's permission as it is now (a retry, or a change while queued).
+        if (!can.offlineDownload(t.ctx.principal)) throw new VfsError('FORBIDDEN');
         const tool = this.tool(str(t.args.tool));
         if (!tool) throw new Error(`failed get tool: tool ${str(t.args.tool)} not found`);
         if (!tool.ready()) await tool.init();
@@ -190,6 +192,9 @@ export class Offline {
       // A download that ends without having started transfers leaves nothing worth keeping.
       finished: async (rec) => {
         if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
+        // Cancelled or failed after it started its transfers (e.g. while qBittorrent seeds): the
+        // tool's job goes (it was left seeding for good), its files stay for the transfers.
+        else if (rec.state !== TASK_STATE.SUCCEEDED) await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args, true).catch(() => undefined);
       },
       // Its transfers (resumable) may still need the files: then only the tool's job goes.
       abandoned: async (rec) => {
