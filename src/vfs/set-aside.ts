@@ -2,7 +2,7 @@
  * Replacing a file by a copy or a move without risking it. The file in the way is set aside under a
  * temporary name in its folder (one rename), removed once the new file is in place, and renamed back
  * when the transfer fails (a full disk, a storage gone, a cancelled request): removed first, as it
- * was, a failed transfer lost it. Storages that cannot rename still have it removed first.
+ * was, a failed transfer lost it. Storages that cannot rename (or refuse to) still have it removed first.
  */
 import { randomBytes } from 'node:crypto';
 import type { Obj } from '../../drivers/types.js';
@@ -23,14 +23,17 @@ export const ASIDE_PREFIX = '.treegate-replaced-';
 /** Move `existing` out of the way; undefined when it was removed (the storage has no rename). */
 export async function setAside(tree: Tree, m: Mount, existing: Obj, gone: () => void): Promise<SetAside | undefined> {
   const d = tree.driver(m);
-  if (!d.rename) {
+  const name = ASIDE_PREFIX + randomBytes(6).toString('hex');
+  // Without the request's signal, here and below: a cancelled request must still put the file back.
+  const aside = d.rename
+    ? await tree.call(async () => (await d.rename!(existing, name, {})) || (await tree.objAt(m, join(parent(existing.path), name), {}))).catch(() => undefined)
+    : undefined;
+  if (!aside) {
+    // No rename, or one the storage refused (S3 renames by copying, which stops at 5 GB): as before.
     await tree.call(() => d.remove!(existing, {}));
     gone();
     return undefined;
   }
-  const name = ASIDE_PREFIX + randomBytes(6).toString('hex');
-  // Without the request's signal, here and below: a cancelled request must still put the file back.
-  const aside = (await tree.call(() => d.rename!(existing, name, {}))) || (await tree.objAt(m, join(parent(existing.path), name), {}));
   tree.changed(m, existing.path);
   return {
     async drop() {
