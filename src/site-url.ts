@@ -11,7 +11,8 @@ import { normalize } from './paths.js';
  */
 export function basePathOf(siteUrl: string): string {
   let p = siteUrl.trim();
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(p)) {
+  const isUrl = /^[a-z][a-z0-9+.-]*:\/\//i.test(p);
+  if (isUrl) {
     try {
       p = new URL(p).pathname;
     } catch {
@@ -24,5 +25,9 @@ export function basePathOf(siteUrl: string): string {
   } catch {
     throw new Error(`its path must not contain .. or backslashes, got ${JSON.stringify(siteUrl)}`);
   }
+  // A bare path is taken as typed (`/my files`, `/über`), while request URLs carry it percent-encoded
+  // as the URL parser above gives it for the URL form (`/my%20files`): encoded the same way here,
+  // or the prefix never matched a request and nothing was served under it.
+  if (!isUrl) base = new URL(base.replace(/[?#]/g, encodeURIComponent), 'http://site.invalid').pathname;
   return base === '/' ? '' : base;
 }

@@ -54,6 +54,9 @@ export type RangePlan = { kind: 'full' } | { kind: 'partial'; start: number; end
 export function planRange(h: IncomingHttpHeaders, size: number, etag: string, modified: Date): RangePlan {
   const range = header(h, 'range');
   if (!range) return { kind: 'full' };
+  // No range can overlap an empty file; Go's ServeContent (AList) then ignores the header and
+  // answers 200, since clients (players, download managers) send `bytes=0-` with every request.
+  if (size === 0) return { kind: 'full' };
   const ifRange = header(h, 'if-range');
   if (ifRange !== undefined) {
     const v = ifRange.trim();

@@ -195,6 +195,13 @@ export class IndexStore {
     });
   }
 
+  /** Remove the rows below `vpath` deeper than `maxDepth` (a top-level entry has depth 1). */
+  removeDeeperThan(vpath: string, maxDepth: number): void {
+    // Below a folder other than the root, a row's depth is the number of `/` in its parent plus one.
+    const b = below(vpath);
+    this.tx(() => this.db.prepare(`DELETE FROM entries WHERE ${b.sql} AND length(parent) - length(replace(parent, '/', '')) >= ?`).run(...b.params, maxDepth));
+  }
+
   /** Make the indexed children of `dir` exactly `rows` (vanished ones lose their subtrees too). */
   replaceChildren(dir: string, rows: readonly IndexRow[]): void {
     this.tx(() => {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { isVfsError } from '../errors.js';
-import { segments } from '../paths.js';
+import { isWithin, segments } from '../paths.js';
 import type { Settings } from '../settings/settings.js';
 import type { VfsChange } from '../vfs/events.js';
 import type { Vfs } from '../vfs/vfs.js';
@@ -44,6 +44,29 @@ export class IndexUpdater {
     } catch (err) {
       this.log.warn({ err, change: c.kind, path: c.vpath }, 'search index update failed');
     }
+    if ((c.kind === 'move' || c.kind === 'copy') && c.entry.isDir) this.listArrival(c.vpath, c.to);
+  }
+
+  /**
+   * A folder moved or copied brings along the rows of its content only as far as the index held them
+   * at the source: nothing from below an ignored path, a storage with disable_index or past
+   * max_index_depth. Where the target may hold more, it is listed by an update job (a job running
+   * already does so when it ends, see IndexBuilder.noteArrived).
+   */
+  private listArrival(from: string, to: string): void {
+    const { scope, builder } = this;
+    if (builder.running || !scope.accepts(to)) return;
+    const max = scope.maxDepth();
+    const cut = scope.ignorePaths().some((ig) => isWithin(from, ig));
+    const shallower = Number.isFinite(max) && segments(to).length < segments(from).length;
+    if (!cut && !shallower && scope.accepts(from)) return;
+    const levels = Number.isFinite(max) ? max - segments(to).length : -1;
+    if (levels === 0) return;
+    try {
+      builder.start({ kind: 'update', paths: [to], maxDepth: levels, ignore: [] });
+    } catch (err) {
+      this.log.warn({ err, path: to }, 'search index: moved folder not listed');
+    }
   }
 
   private apply(c: VfsChange): void {
@@ -70,6 +93,10 @@ export class IndexUpdater {
         store.ensureFolders(c.to);
         if (c.kind === 'move') store.moveTree(c.vpath, c.to, rowOf(c.entry));
         else store.copyTree(c.vpath, c.to, rowOf(c.entry));
+        // The rows came along from the source, where other scope rules held: what now lies below an
+        // ignored path or too deep would never have been indexed here, so it goes.
+        for (const ig of scope.ignorePaths()) if (isWithin(c.to, ig)) store.removeTree(ig);
+        if (Number.isFinite(scope.maxDepth())) store.removeDeeperThan(c.to, scope.maxDepth());
         return;
       case 'unmounted':
         store.removeTreeExcept(c.vpath, c.mounts);
