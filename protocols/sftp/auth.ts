@@ -102,7 +102,9 @@ export class SftpAuth {
       this.d.accounts.throttle.fail(this.ip, ctx.username);
       return this.refuse(ctx, 'bad signature');
     }
-    await touchKey(this.d.store, found.key.id);
+    // last_used_time is bookkeeping: a store that cannot be written (a full DATA disk) refused every
+    // key login, the admin's coming to make room too, while passwords (which write nothing) worked.
+    await touchKey(this.d.store, found.key.id).catch((err: unknown) => this.d.log.warn({ err, user: ctx.username }, 'sftp: could not record the key use'));
     this.d.accounts.throttle.succeed(this.ip, found.user.username, can.isAdmin(principal));
     this.keyId = found.key.id;
     this.accept(ctx, found.user, principal, 'publickey');

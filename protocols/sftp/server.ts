@@ -207,6 +207,10 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
         else userConnections.delete(loginUser.id);
       });
       logins.add(login);
+      // The record the login was judged on was read before the password check (scrypt, tens of ms)
+      // or the key's last_used_time write: a user disabled, deleted or changed meanwhile told no one
+      // of this connection, which then went on as if nothing had changed. Judge it again now.
+      login.recheck();
       loggedIn?.();
       client.on('close', () => logins.delete(login));
       // After login the idle timeout proper applies.

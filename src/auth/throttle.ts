@@ -24,25 +24,39 @@ export const MAX_TRACKED = 100_000;
  * An IPv6 client is counted per /64 network: one host or home line holds at least a /64 and may
  * pick any address in it, so a per-address key gave every guess a fresh counter (2^64 of them).
  * IPv6 addresses carrying an IPv4 address (mapped, NAT64) stay per address: each is one IPv4 client.
+ * A NAT64 / SIIT address (64:ff9b::/96) is keyed by its IPv4 client however it is spelled: a socket
+ * (inet_ntop) and a proxy write it in hex (`64:ff9b::c000:201`), and keyed per /64 every IPv4
+ * client of the translator shared one counter, so one of them locked all the others out.
  */
 export function ipKey(ip: string): string {
   if (ip.startsWith('::ffff:') && ip.includes('.')) return ip.slice('::ffff:'.length);
-  return ip.includes(':') && !ip.includes('.') ? ipv6Net64(ip) : ip;
+  return ip.includes(':') ? ipv6Key(ip) : ip;
 }
 
-/** `a:b:c:d::/64` (lowercase, no leading zeros) of an IPv6 address; the input itself when it is not one. */
-function ipv6Net64(ip: string): string {
+/** The eight 16-bit groups of an IPv6 address (a trailing dotted IPv4 part is two of them). */
+function ipv6Groups(addr: string): number[] {
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(addr);
+  const text = v4 ? addr.slice(0, v4.index) + [((+v4[1]! << 8) | +v4[2]!).toString(16), ((+v4[3]! << 8) | +v4[4]!).toString(16)].join(':') : addr;
+  const cut = text.indexOf('::');
+  if (cut < 0) return text.split(':').map((g) => parseInt(g, 16));
+  const head = cut === 0 ? [] : text.slice(0, cut).split(':');
+  const tail = text.slice(cut + 2) === '' ? [] : text.slice(cut + 2).split(':');
+  return [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail].map((g) => parseInt(g, 16));
+}
+
+/**
+ * `a:b:c:d::/64` (lowercase, no leading zeros) of an IPv6 address, `64:ff9b::a.b.c.d` of a NAT64 one;
+ * the input itself when it is not one.
+ */
+function ipv6Key(ip: string): string {
   const addr = ip.split('%', 1)[0]!; // a zone id (fe80::1%eth0) is not part of the address
   if (isIP(addr) !== 6) return ip;
-  const cut = addr.indexOf('::');
-  let groups: string[];
-  if (cut < 0) groups = addr.split(':');
-  else {
-    const head = cut === 0 ? [] : addr.slice(0, cut).split(':');
-    const tail = addr.slice(cut + 2) === '' ? [] : addr.slice(cut + 2).split(':');
-    groups = [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail];
+  const g = ipv6Groups(addr);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) {
+    return `64:ff9b::${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
   }
-  const net = groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(':');
+  if (addr.includes('.')) return ip; // other IPv6 forms carrying an IPv4 address: per address
+  const net = g.slice(0, 4).map((x) => x.toString(16)).join(':');
   // ::/64 holds no client network, only special forms (::1, IPv4 written in hex): keep those whole.
   return net === '0:0:0:0' ? ip : `${net}::/64`;
 }
