@@ -137,7 +137,24 @@ function merge(base: Json, over: Json, prefix: string, file: string, sources: So
   return out;
 }
 
+/**
+ * `values` written over the config file's own object `file`, nested objects key by key: what the file
+ * holds that the config does not use (a `//` comment, a mistyped key the warning names) is kept. A
+ * shallow spread replaced each section whole, so saving a generated jwt_secret deleted them.
+ */
+function overlay(file: Json, values: Json): Json {
+  const out: Json = { ...file };
+  for (const [k, v] of Object.entries(values)) {
+    const f = file[k];
+    out[k] = isObj(v) && isObj(f) ? overlay(f, v) : v;
+  }
+  return out;
+}
+
 const PORT_KEYS = new Set(['http.port', 'sftp.port']);
+const IDLE_KEYS = ['http.idle_timeout', 'sftp.idle_timeout'];
+/** The longest idle timeout a Node timer can hold, in whole seconds. */
+const MAX_IDLE_S = Math.floor((2 ** 31 - 1) / 1000);
 
 function parseEnv(raw: string, like: unknown, name: string, key: string): unknown {
   if (typeof like === 'number') {
@@ -182,6 +199,12 @@ function validate(cfg: FileConfig, sources: Sources): void {
   for (const key of PORT_KEYS) {
     const v = getPath(cfg as unknown as Json, key.split('.'));
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 65535) throw refuse(key, src(key), `must be 0-65535${got(key, v)}`);
+  }
+  // Node's timers hold at most 2^31-1 ms and fire after 1 ms when given more: an sftp.idle_timeout of
+  // 30 days (meant as "practically never") closed every SFTP connection right after its login.
+  for (const key of IDLE_KEYS) {
+    const v = getPath(cfg as unknown as Json, key.split('.'));
+    if (typeof v !== 'number' || !(v >= 1 && v <= MAX_IDLE_S)) throw refuse(key, src(key), `must be 1-${MAX_IDLE_S} seconds (about 24 days)${got(key, v)}`);
   }
   const hours = cfg.token_expires_in;
   if (!Number.isFinite(hours) || Math.round(hours * 3600) < 1)
@@ -301,7 +324,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     if (!fileMerged.jwt_secret) fileMerged.jwt_secret = randomBytes(24).toString('base64url');
     if (!merged.jwt_secret) merged.jwt_secret = fileMerged.jwt_secret;
     try {
-      await new AtomicJsonFile<Json>(configFile).write({ ...fromFile, ...fileMerged });
+      await new AtomicJsonFile<Json>(configFile).write(overlay(fromFile, fileMerged));
     } catch (e) {
       const hint = fileText === undefined ? '' : ' (it has no jwt_secret to keep tokens valid across restarts: add one, or set TREEGATE_JWT_SECRET)';
       throw new ConfigError(`config file ${configFile} (from ${fileSource}): cannot write it: ${errnoText(e)}${hint}`);

@@ -3,7 +3,7 @@
  * written and fsynced, then renamed over the target, then the directory is fsynced. A kill -9 at
  * any moment leaves either the old or the new complete file, never a torn one.
  */
-import { open, readFile, rename, rm } from 'node:fs/promises';
+import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Adapter } from 'lowdb';
 
@@ -45,6 +45,7 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       try {
         await fh.writeFile(text, 'utf8');
         await fh.sync();
+        await keepOwner(fh, this.file);
       } finally {
         await fh.close();
       }
@@ -64,4 +65,16 @@ export class AtomicJsonFile<T> implements Adapter<T> {
       await dir.close();
     }
   }
+}
+
+/**
+ * Written by root (`sudo treegate admin set` beside a service that runs as its own user), a file
+ * keeps the owner of the one it replaces, and a new one takes its folder's: a root-owned 0600
+ * store.json stopped the service from starting (EACCES), and the running server discarded a
+ * root-owned request file as not its own. Best effort: a file system without owners keeps root's.
+ */
+async function keepOwner(fh: FileHandle, file: string): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  const st = await stat(file).catch(() => stat(dirname(file)));
+  if (st.uid !== 0 || st.gid !== 0) await fh.chown(st.uid, st.gid).catch(() => undefined);
 }
