@@ -85,6 +85,11 @@ const routes: RoutePlugin = async (app, { core }) => {
     const id = optInt(body, 'id', 1);
     if (id === undefined) throw new ApiError(400, 'invalid request: id is required');
     const f = userFields(body);
+    // The slow hash first: the record read below is then the one the patch is built on and written
+    // over at once. Read before the hash, a change made meanwhile (the user's own new password, with
+    // the same second's pwd_ts) was lost, and a token issued in between stayed valid.
+    const salt = f.password !== '' ? newSalt() : undefined;
+    const pwdHash = salt === undefined ? undefined : await hashPassword(f.password, salt);
     const old = await store.users.get(id);
     if (!old) throw new ApiError(500, OLD_USER_MISSING);
     if (f.role !== undefined && f.role !== old.role) throw new ApiError(400, 'role can not be changed');
@@ -99,10 +104,7 @@ const routes: RoutePlugin = async (app, { core }) => {
       // a strictly newer pwd_ts does the same and stays monotonic, so no old token can match again.
       pwd_ts: accounts.nextPwdTs(old),
     };
-    if (f.password !== '') {
-      patch.salt = newSalt();
-      patch.pwd_hash = await hashPassword(f.password, patch.salt);
-    }
+    if (salt !== undefined) Object.assign(patch, { salt, pwd_hash: pwdHash });
     await store.users.update(id, patch).catch(storeConflict);
     accounts.forgetCredentials();
     return ok();
