@@ -58,6 +58,15 @@ export interface CallArgs {
   signal?: AbortSignal;
 }
 
+/** `list`'s arguments. */
+export interface ListArgs extends CallArgs {
+  /**
+   * The user asked to refresh this listing: a driver that lists other storages' folders (Alias)
+   * refreshes theirs too, so their cached listings do not answer in its place (AList's Refresh).
+   */
+  refresh?: boolean;
+}
+
 export interface RemoveArgs extends CallArgs {
   /**
    * rmdir(2) semantics: a folder that holds anything in the backend (including entries `list`
@@ -102,7 +111,7 @@ export interface Driver {
   /** Release connections and handles. Must not throw. */
   drop(): Promise<void>;
   /** Children of a folder, in the backend's order. */
-  list(dir: Obj, args: CallArgs): Promise<Obj[]>;
+  list(dir: Obj, args: ListArgs): Promise<Obj[]>;
   /** How to read a file. */
   link(file: Obj, args: CallArgs): Promise<Link>;
 
@@ -233,7 +242,7 @@ export const INSTANCE_HEADER = 'x-treegate-instance';
  */
 export interface TreeAccess {
   stat(path: string, args: CallArgs): Promise<Obj>;
-  list(path: string, args: CallArgs): Promise<Obj[]>;
+  list(path: string, args: ListArgs): Promise<Obj[]>;
   link(path: string, args: CallArgs): Promise<Link>;
   /** Creates missing parents; an existing folder is fine, an existing file is EXISTS. */
   mkdir(path: string, args: CallArgs): Promise<Obj>;

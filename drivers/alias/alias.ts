@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable } from 'node:stream';
 import { isVfsError, VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, parent, segments, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs, TreeAccess } from '../types.js';
+import type { CallArgs, Driver, DriverContext, Link, ListArgs, Obj, PutArgs, RemoveArgs, TreeAccess } from '../types.js';
 import type { AliasOptions } from './index.js';
 import { parseTargets, resolve, type Targets } from './targets.js';
 
@@ -64,7 +64,7 @@ export class AliasDriver implements Driver {
     });
   }
 
-  list(dir: Obj, args: CallArgs): Promise<Obj[]> {
+  list(dir: Obj, args: ListArgs): Promise<Obj[]> {
     return this.via(async () => {
       if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
       const r = resolve(this.targets, dir.path);
@@ -98,9 +98,14 @@ export class AliasDriver implements Driver {
 
 /** An alias with `writable` on: writes go to the target that holds the object (or its folder). */
 export class WritableAliasDriver extends AliasDriver {
-  /** The one tree path a write on `path` applies to. */
-  private async single(path: string, args: CallArgs): Promise<string> {
+  /**
+   * The one tree path a write on `path` applies to. With several names, a top-level name stands for
+   * its target folders themselves: only writes into it or its mtime (`topOk`) are allowed, as with
+   * AList's getReqPath (isParent); a remove, rename or move of it removed, renamed or moved the target.
+   */
+  private async single(path: string, args: CallArgs, topOk = false): Promise<string> {
     if (resolve(this.targets, path).root) throw new VfsError('NOT_SUPPORTED', 'the alias root is virtual');
+    if (!topOk && this.targets.size > 1 && segments(path).length === 1) throw new VfsError('NOT_SUPPORTED', 'an alias target itself cannot be changed', { path });
     const hits = await this.found(path, args);
     if (!hits.length) throw new VfsError('NOT_FOUND', undefined, { path });
     if (hits.length > 1 && this.opts.protect_same_name) throw new VfsError('FORBIDDEN', 'same-name files cannot be Rename/Delete', { path });
@@ -111,7 +116,7 @@ export class WritableAliasDriver extends AliasDriver {
   private async newEntry(dir: Obj, name: string, args: CallArgs): Promise<string> {
     if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
     validateName(name);
-    const target = join(await this.single(dir.path, args), name);
+    const target = join(await this.single(dir.path, args, true), name);
     return target;
   }
 
@@ -167,6 +172,6 @@ export class WritableAliasDriver extends AliasDriver {
   }
 
   setModified(obj: Obj, modified: Date, args: CallArgs): Promise<void> {
-    return this.via(async () => this.tree.setModified(await this.single(obj.path, args), modified, args));
+    return this.via(async () => this.tree.setModified(await this.single(obj.path, args, true), modified, args));
   }
 }

@@ -28,7 +28,7 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
   const ctx = (signal?: AbortSignal): AccessContext => ({ principal: TREE_PRINCIPAL, protocol: 'internal', ip: '', signal });
   return {
     stat: async (path, a) => toObj(await vfs.stat(ctx(a.signal), path)),
-    list: async (path, a) => (await vfs.list(ctx(a.signal), path)).entries.map(toObj),
+    list: async (path, a) => (await vfs.list(ctx(a.signal), path, a.refresh ? { refresh: true } : {})).entries.map(toObj),
     link: async (path, a) => (await vfs.link(ctx(a.signal), path)).link,
     mkdir: async (path, a) => toObj(await vfs.mkdir(ctx(a.signal), path)),
     moveTo: async (src, dst, a) => toObj(await vfs.moveTo(ctx(a.signal), src, dst)),

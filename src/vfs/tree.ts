@@ -57,7 +57,7 @@ export class Tree {
   async list(m: Mount, dir: Obj, args: CallArgs, refresh = false): Promise<Obj[]> {
     if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
     const d = this.driver(m);
-    const fetch = () => this.call(() => d.list(dir, args));
+    const fetch = () => this.call(() => d.list(dir, refresh ? { ...args, refresh } : args));
     // A retired instance (still finishing operations) shares its id with its replacement, whose
     // cache must not receive what the old one lists. What it fetched before retiring is stored in
     // the per-mount cache that ListingCache.dropMount discarded then, so that cannot leak either.
