@@ -1,5 +1,5 @@
 import { lstatSync, statSync, type Stats } from 'node:fs';
-import { cp, lstat, mkdir, readdir, realpath, rename, rm, rmdir, stat, statfs, utimes } from 'node:fs/promises';
+import { chmod, cp, lstat, lutimes, mkdir, readdir, realpath, rename, rm, rmdir, stat, statfs, utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
@@ -58,7 +58,9 @@ export class LocalDriver implements Driver {
 
   constructor(private readonly opts: LocalOptions, private readonly ctx: DriverContext) {
     this.root = opts.root_folder_path.trim() === '' ? '' : nodePath.resolve(opts.root_folder_path);
-    this.mkdirMode = parseInt(opts.mkdir_perm || '777', 8);
+    // Digits 0-7 only, as AList's ParseUint(v, 8, 32): parseInt read '0o755' as 0 and '78' as 7.
+    const perm = opts.mkdir_perm || '777';
+    this.mkdirMode = /^[0-7]+$/.test(perm) ? parseInt(perm, 8) : NaN;
   }
 
   async init(signal: AbortSignal): Promise<void> {
@@ -156,7 +158,7 @@ export class LocalDriver implements Driver {
     const dst = join(parent(obj.path), creatableName(newName));
     if (dst === obj.path) return this.get(dst);
     const [s, d] = await this.pair(obj.path, dst);
-    await rename(s, d).catch((e) => { throw fromErrno(e, dst); });
+    await this.moveHost(s, d).catch((e) => { throw fromErrno(e, dst); });
     return this.get(dst);
   }
 
@@ -173,26 +175,46 @@ export class LocalDriver implements Driver {
     return this.get(dst);
   }
 
-  /** rename(2), falling back to copy + remove when the root spans file systems. */
+  /**
+   * Move host entry `s` to the free name `d`, never replacing: rename(2) replaces a file silently, so
+   * two renames (or deletes into the recycle bin) to one name at once both succeeded and one file
+   * was lost. The name is claimed in one step: a hard link for a file (place), an empty folder for a
+   * folder, which rename(2) then replaces. Across file systems (the root spans several, or the bin
+   * is on another) the entry is copied by copyHost, which claims the name the same way, and removed.
+   */
   private async moveHost(s: string, d: string): Promise<void> {
     try {
-      await rename(s, d);
+      if (!(await lstat(s)).isDirectory()) return place(s, d, true);
+      await mkdir(d, { mode: 0o700 });
+      await rename(s, d).catch(async (e) => {
+        await rmdir(d).catch(() => undefined);
+        throw e;
+      });
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
-      await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true });
+      await this.copyHost(s, d);
       await rm(s, { recursive: true });
     }
   }
 
-  /**
-   * A copy that fails (a full disk) leaves nothing under the name: a file is copied to a hidden temp
-   * name and then placed (never replacing), a folder is created here first and removed again.
-   */
   async copy(obj: Obj, dstDir: Obj): Promise<Obj> {
     this.refuseIntoItself(obj, dstDir);
     await this.requireDir(dstDir.path);
     const dst = join(dstDir.path, creatableName(obj.name));
-    const [s, d] = await this.pair(obj.path, dst);
+    const [, d] = await this.pair(obj.path, dst);
+    // The entry as listed: a link (inside the root) is copied as what it points to, as AList copies.
+    // A copy of the link itself pointed elsewhere or nowhere from its new folder (a relative one).
+    const { real } = await this.p.resolve(obj.path);
+    await this.copyHost(real, d).catch((e) => { throw fromErrno(e, dst); });
+    return this.get(dst);
+  }
+
+  /**
+   * Copy host entry `s` to the free name `d`. A copy that fails (a full disk) leaves nothing under
+   * the name: a file is copied to a hidden temp name and then placed (never replacing), a folder is
+   * created here first and removed again.
+   */
+  private async copyHost(s: string, d: string): Promise<void> {
     const st = await lstat(s);
     // Made by this copy: a folder by mkdir (EEXIST if one appeared since pair()), a file's temp name.
     let made: string | undefined;
@@ -202,19 +224,21 @@ export class LocalDriver implements Driver {
         made = d;
         await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true });
         await utimes(d, st.atime, st.mtime); // cp sets it, but adding the entries moved it on
+        await chmod(d, st.mode & 0o7777); // as cp would have: made with mkdir_perm, a 0700 folder's copy was 0755
       } else {
         // Its own times until it is whole: an old file's mtime would make a listing sweep the temp
         // file as an upload's stale leftover (listing.ts) while it is still being written.
         made = tempIn(nodePath.dirname(d));
         await cp(s, made, { errorOnExist: true, force: false, verbatimSymlinks: true });
-        await utimes(made, st.atime, st.mtime);
+        // lutimes: a link moved to another file system is copied as a link, and utimes would set the
+        // times of the file it points to.
+        await lutimes(made, st.atime, st.mtime);
         place(made, d, true);
       }
     } catch (e) {
       if (made !== undefined) await rm(made, { recursive: true, force: true });
-      throw fromErrno(e, dst);
+      throw e;
     }
-    return this.get(dst);
   }
 
   async remove(obj: Obj, args?: RemoveArgs): Promise<void> {
@@ -233,11 +257,25 @@ export class LocalDriver implements Driver {
       if (only && (await readdir(host)).length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
       const binDir = nodePath.resolve(bin);
       await mkdir(binDir, { recursive: true, mode: this.mkdirMode });
-      let target = nodePath.join(binDir, obj.name);
-      if (await exists(target)) target += stamp();
-      await this.moveHost(host, target);
+      await this.toBin(host, nodePath.join(binDir, obj.name));
     } catch (e) {
       throw fromErrno(e, obj.path);
+    }
+  }
+
+  /**
+   * Move `host` into the recycle bin as `target`, or with AList's time stamp, then a counter, when
+   * that is taken (moveHost never replaces: a second delete of one name within a second replaced
+   * the first in the bin).
+   */
+  private async toBin(host: string, target: string): Promise<void> {
+    const stamped = target + stamp();
+    for (let i = 0; ; i++) {
+      try {
+        return await this.moveHost(host, i === 0 ? target : i === 1 ? stamped : `${stamped}_${i}`);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
     }
   }
 

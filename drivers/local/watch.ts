@@ -11,7 +11,7 @@
  * million files would pass the kernel's per-user watch limit (fs.inotify.max_user_watches) and take
  * gigabytes. Folders are far fewer than files, and a folder's watch already sees its files.
  */
-import { watch, type FSWatcher } from 'node:fs';
+import { lstatSync, watch, type FSWatcher } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { TEMP_PREFIX } from './listing.js';
@@ -46,6 +46,16 @@ export function watchRoot(root: string, showHidden: boolean, onChange: (dpath: s
     if (ignored(base)) return;
     const abs = nodePath.join(dir, base);
     report(abs);
+    if (base === nodePath.basename(dir) && !lstatSync(abs, { throwIfNoEntry: false })) {
+      // inotify names a watched folder in its own watch when the folder is removed or moved away:
+      // the watch is dead from then on, even for a folder made again under the name (often with the
+      // same inode), whose changes went unreported. Dropped now, before the parent's event about
+      // the name is looked at; what is there is watched anew. (A child named like its folder that
+      // went away only costs a rescan.)
+      unwatch(dir);
+      void lstat(dir).then((st) => (st.isDirectory() ? scan(dir, true) : undefined), () => undefined);
+      return;
+    }
     // A folder created or moved in is watched, with what it already holds; one gone is dropped.
     void lstat(abs).then(
       (st) => (st.isDirectory() && !watchers.has(abs) ? scan(abs, true) : undefined),

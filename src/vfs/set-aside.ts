@@ -38,7 +38,9 @@ export async function setAside(tree: Tree, m: Mount, existing: Obj, gone: () => 
   return {
     async drop() {
       // Best effort: the new file is in place and the transfer succeeded; a leftover keeps its name.
-      await tree.call(() => d.remove!(aside, {})).catch(() => undefined);
+      // Under the name it had: a storage that keeps what is removed (Local's recycle bin) files it by
+      // obj.name, and a bin entry named .treegate-replaced-… was no replaced file anyone could find.
+      await tree.call(() => d.remove!({ ...aside, name: basename(existing.path) }, {})).catch(() => undefined);
       tree.changed(m, aside.path);
       gone();
     },
