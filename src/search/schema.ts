@@ -95,25 +95,45 @@ function privateFile(file: string): void {
   }
 }
 
-/** Open (creating or replacing) the index file; `replaced`: it held an index of another format. */
+/**
+ * Open (creating or replacing) the index file; `replaced`: it held an index of another format, or
+ * was no database at all. The index is derived data: a file zeroed by a power cut or cut short by a
+ * full disk is built again. Opened as it was, it threw on every start, after the ready line, and the
+ * whole server exited (1), to be restarted by systemd into the same crash.
+ */
 export function openIndexDb(file: string): { db: Db; replaced: boolean } {
   privateFile(file);
   let db = new Database(file);
-  const used = db.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get() !== 0;
-  const replaced = used && db.pragma('user_version', { simple: true }) !== FORMAT;
+  let replaced: boolean;
+  try {
+    const used = db.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get() !== 0;
+    replaced = used && db.pragma('user_version', { simple: true }) !== FORMAT;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') {
+      db.close();
+      throw err;
+    }
+    replaced = true;
+  }
   if (replaced) {
     db.close();
     for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
     privateFile(file);
     db = new Database(file);
   }
-  // Only takes effect on a new file (and must come before WAL): bigger pages made row writes
-  // ~20% cheaper (fewer b-tree pages to split and write for the long path keys).
-  db.pragma('page_size = 16384');
-  db.pragma('journal_mode = WAL');
-  for (const p of CONNECTION_PRAGMAS) db.pragma(p);
-  createSchema(db);
-  db.pragma(`user_version = ${FORMAT}`);
+  try {
+    // Only takes effect on a new file (and must come before WAL): bigger pages made row writes
+    // ~20% cheaper (fewer b-tree pages to split and write for the long path keys).
+    db.pragma('page_size = 16384');
+    db.pragma('journal_mode = WAL');
+    for (const p of CONNECTION_PRAGMAS) db.pragma(p);
+    createSchema(db);
+    db.pragma(`user_version = ${FORMAT}`);
+  } catch (err) {
+    db.close(); // a failed open (a full disk) is retried every few seconds (service.ts): no handle kept per try
+    throw err;
+  }
   return { db, replaced };
 }
 

@@ -71,6 +71,8 @@ export class SearchService {
   private closing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Opening the index failed (and was logged); cleared once it opens. */
+  private openFailed = false;
   /** Nothing opens before start(): a resumed build needs the storages loaded. */
   private started = false;
   private readonly scope: IndexScope;
@@ -97,8 +99,19 @@ export class SearchService {
   /** Bring the engine in line with the setting. */
   sync(): void {
     if (this.closed || !this.started) return;
-    if (this.enabled && !this.engine && !this.closing) this.engine = this.open();
-    else if (!this.enabled && this.engine) void this.shut();
+    if (this.enabled && !this.engine && !this.closing) {
+      try {
+        this.engine = this.open();
+        this.openFailed = false;
+      } catch (err) {
+        // The index is an extra: one that cannot be opened (search.db left unreadable, owned by
+        // root after one `sudo treegate server`) leaves search unavailable, not the server down.
+        // This runs at start, after the ready line, and every few seconds: thrown, it ended the
+        // process (exit 1), and systemd restarted it into the same crash. Logged once, retried.
+        if (!this.openFailed) this.deps.log.error({ err }, 'search index: cannot open search.db; search is unavailable');
+        this.openFailed = true;
+      }
+    } else if (!this.enabled && this.engine) void this.shut();
   }
 
   private open(): Engine {
@@ -114,7 +127,7 @@ export class SearchService {
     const engine: Engine = { store, queries: new SearchQueries(store.db), builder, updater, unsubscribe };
     if (store.replaced) {
       // An index of an older format was dropped (schema.ts): build it again rather than leave search empty.
-      log.info('search index: file of an older format replaced, rebuilding');
+      log.info('search index: file of an older format (or no database at all) replaced, rebuilding');
       builder.start({ kind: 'build', paths: ['/'], maxDepth: this.depthOf(undefined), ignore: [] });
     }
     return engine;

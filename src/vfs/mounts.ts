@@ -152,7 +152,6 @@ export class MountTable {
    * for driver failures (they become the mount's status).
    */
   async mount(record: StorageRecord): Promise<Mount> {
-    await this.unmount(record.id);
     const def = this.deps.registry.get(record.driver);
     let settle!: () => void;
     const ready = new Promise<void>((r) => (settle = r));
@@ -160,7 +159,13 @@ export class MountTable {
       id: record.id, record: { ...record }, segments: segments(record.mount_path), definition: def,
       capabilities: NO_CAPABILITIES, status: 'initializing', ready, holds: 0, retired: false,
     };
+    // The new instance takes the old one's place before the old one is retired (its watch stopped,
+    // its driver dropped: a Local watch first finishes its scan of the tree): requests wait for the
+    // new one's init. Unmounted first, the path belonged meanwhile to the storage above it: a
+    // listing answered `object not found`, an upload went to the parent storage.
+    const old = this.mounts.get(record.id);
     this.mounts.set(record.id, m);
+    if (old) await this.retire(old, false);
     try {
       if (record.disabled) m.status = STATUS_DISABLED;
       else if (!def) m.status = `failed get driver new: no driver named: ${record.driver}`;
@@ -227,7 +232,7 @@ export class MountTable {
 
   private async retire(m: Mount, now: boolean): Promise<void> {
     // All in one step: from here on, no request reaches `m` and nothing it lists is cached under its id.
-    this.mounts.delete(m.id);
+    if (this.mounts.get(m.id) === m) this.mounts.delete(m.id); // else its replacement is in place
     m.retired = true;
     this.deps.cache?.dropMount(m.id);
     const stopWatch = this.watching.get(m.id);

@@ -31,6 +31,8 @@ const byOrderThenId = (a: StorageRecord, b: StorageRecord) => a.order - b.order 
 
 export class StorageService {
   private loadingCount = 0;
+  /** The last change queued for each storage id (see serial). */
+  private readonly queues = new Map<number, Promise<unknown>>();
 
   /** Where a deletion or a mount path change is announced (the VFS's change feed, set by the composition root). */
   changes?: ChangeFeed;
@@ -91,6 +93,18 @@ export class StorageService {
     };
   }
 
+  /**
+   * Run the changes to one storage one at a time. Interleaved, a delete's unmount could come between
+   * an update's store write and its mount: the deleted storage went on being served until a restart.
+   */
+  private serial<T>(id: number, fn: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(id) ?? Promise.resolve()).then(fn);
+    const tail = run.catch(() => undefined);
+    this.queues.set(id, tail);
+    void tail.then(() => this.queues.get(id) === tail && this.queues.delete(id));
+    return run;
+  }
+
   /** Mount a saved row and persist the resulting status; returns the change with any init error. */
   private async activate(saved: StorageRecord): Promise<StorageChange> {
     const m = await this.mounts.mount(saved);
@@ -107,7 +121,7 @@ export class StorageService {
   async create(input: StorageInput): Promise<StorageChange> {
     const rec = this.prepare(input);
     const saved = await this.store.storages.insert({ ...rec, id: input.id || undefined });
-    const change = await this.activate(saved);
+    const change = await this.serial(saved.id, () => this.activate(saved));
     if (change.error) {
       change.error = new VfsError('STORAGE_UNAVAILABLE', `failed init storage but storage is already created: ${change.error.message}`);
     }
@@ -115,7 +129,11 @@ export class StorageService {
   }
 
   /** Save a changed storage, then re-init it under its (possibly new) mount path unless disabled. */
-  async update(input: StorageInput & { id: number }): Promise<StorageChange> {
+  update(input: StorageInput & { id: number }): Promise<StorageChange> {
+    return this.serial(input.id, () => this.updateNow(input));
+  }
+
+  private async updateNow(input: StorageInput & { id: number }): Promise<StorageChange> {
     const old = await this.store.storages.get(input.id);
     if (!old) throw new VfsError('NOT_FOUND', 'failed get old storage: record not found');
     if (old.driver !== input.driver) throw new VfsError('INVALID', 'driver cannot be changed');
@@ -135,7 +153,11 @@ export class StorageService {
     this.changes?.emit({ kind: 'unmounted', vpath, mounts: this.mounts.all().map((m) => m.record.mount_path) });
   }
 
-  async delete(id: number): Promise<void> {
+  delete(id: number): Promise<void> {
+    return this.serial(id, () => this.deleteNow(id));
+  }
+
+  private async deleteNow(id: number): Promise<void> {
     const record = await this.store.storages.get(id);
     if (!record) throw new VfsError('NOT_FOUND', 'record not found');
     await this.mounts.unmount(id);
@@ -144,17 +166,21 @@ export class StorageService {
     this.unmounted(record.mount_path);
   }
 
-  async enable(id: number): Promise<StorageChange> {
-    const r = await this.get(id);
-    if (!r.disabled) throw new VfsError('INVALID', 'this storage have enabled');
-    return this.activate(await this.store.storages.update(id, { disabled: false }));
+  enable(id: number): Promise<StorageChange> {
+    return this.serial(id, async () => {
+      const r = await this.get(id);
+      if (!r.disabled) throw new VfsError('INVALID', 'this storage have enabled');
+      return this.activate(await this.store.storages.update(id, { disabled: false }));
+    });
   }
 
-  async disable(id: number): Promise<void> {
-    const r = await this.get(id);
-    if (r.disabled) throw new VfsError('INVALID', 'this storage have disabled');
-    const saved = await this.store.storages.update(id, { disabled: true, status: STATUS_DISABLED });
-    await this.mounts.mount(saved);
+  disable(id: number): Promise<void> {
+    return this.serial(id, async () => {
+      const r = await this.get(id);
+      if (r.disabled) throw new VfsError('INVALID', 'this storage have disabled');
+      const saved = await this.store.storages.update(id, { disabled: true, status: STATUS_DISABLED });
+      await this.mounts.mount(saved);
+    });
   }
 
   /**
@@ -168,8 +194,16 @@ export class StorageService {
     try {
       const rows = await this.store.storages.list();
       const keep = new Set(rows.map((r) => r.id));
-      await Promise.all(this.mounts.all().filter((m) => !keep.has(m.id)).map((m) => this.mounts.unmount(m.id)));
-      await Promise.all(rows.map((r) => this.mounts.mount(r)));
+      const gone = this.mounts.all().filter((m) => !keep.has(m.id));
+      await Promise.all(gone.map((m) => this.serial(m.id, async () => {
+        if (!(await this.store.storages.get(m.id))) await this.mounts.unmount(m.id);
+      })));
+      // Each row as the store has it once its turn comes: a row deleted or changed meanwhile is not
+      // mounted as it was listed.
+      await Promise.all(rows.map((r) => this.serial(r.id, async () => {
+        const now = await this.store.storages.get(r.id);
+        if (now) await this.mounts.mount(now);
+      })));
     } finally {
       this.loadingCount--;
     }
