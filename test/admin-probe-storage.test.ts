@@ -1,5 +1,5 @@
 /** Adversarial probe of /api/admin/storage/*: what a storage may serve, and wrongly typed fields. */
-import { mkdirSync, mkdtempSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,11 +19,21 @@ beforeAll(async () => {
   ts = await startRestServer();
   admin = await ts.login();
 });
-afterAll(async () => ts?.close());
+const made: string[] = [];
+/** A temp folder, removed after this file's tests. */
+function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+}
+afterAll(async () => {
+  await ts?.close();
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
 
 describe('a Local storage never serves the data directory', () => {
   it('refuses DATA itself, a symlink to it, a folder above it and its key folder; the store stays unreachable', async () => {
-    const link = join(mkdtempSync(join(tmpdir(), 'tg-probe-link-')), 'data');
+    const link = join(tempDir('tg-probe-link-'), 'data');
     symlinkSync(ts.dataDir, link);
     mkdirSync(join(ts.dataDir, 'ssh'), { recursive: true });
     const roots = [ts.dataDir, `${ts.dataDir}/`, link, dirname(ts.dataDir), '/', join(ts.dataDir, 'ssh')];
@@ -44,7 +54,7 @@ describe('a Local storage never serves the data directory', () => {
   });
 
   it('an update pointing an existing storage at DATA takes it out of service', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-probe-root-'));
+    const root = tempDir('tg-probe-root-');
     const { id } = (await local('/moving', root)).data!;
     const s = await getStorage(id);
     const r = await post('/api/admin/storage/update', { ...s, addition: JSON.stringify({ root_folder_path: ts.dataDir }) });

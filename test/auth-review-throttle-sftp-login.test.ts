@@ -2,15 +2,15 @@
  * Review of authentication and accounts: defects found by reading src/auth/* and the protocol
  * adapters, each shown here against a real server before it was fixed.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { createUser } from './auth-helpers.js';
 import { PERM } from './fs-helpers.js';
-import { makeKey, requireSftpTools, run, runSftp } from './clients/sftp.js';
+import { makeKey, requireSftpTools, runSftp } from './clients/sftp.js';
+import { smallDisk, type SmallDisk } from './small-disk.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -104,24 +104,18 @@ describe('an SFTP login whose user changes while its password is being checked',
 
 describe('an SFTP key login while DATA is full', () => {
   let s: TestServer | undefined;
+  let sd: SmallDisk | undefined;
   let work: string;
   let disk: string;
-  let mounted = false;
   beforeAll(async () => {
     requireSftpTools([['sshpass', 'sshpass']]);
-    if (process.getuid?.() !== 0) throw new Error('this test mounts a tmpfs and must run as root');
-    work = await mkdtemp(join(tmpdir(), 'tg-review-auth-'));
-    disk = join(work, 'data');
-    await mkdir(disk);
-    const m = await run('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', disk]);
-    if (m.code !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
-    mounted = true;
+    sd = await smallDisk('16m', 'tg-review-auth-');
+    ({ work, disk } = sd);
     s = await startTestServer({ dataDir: disk });
   });
   afterAll(async () => {
     await s?.close();
-    if (mounted) await run('umount', ['-l', disk]);
-    if (work) await rm(work, { recursive: true, force: true });
+    await sd?.remove();
   });
 
   it('logs in (last_used_time is bookkeeping, not a condition of the login)', async () => {

@@ -2,7 +2,7 @@
  * Cross-origin browser access (the `cors` config): by default, as AList, pages of any origin may
  * call /api, /d, /p and /dav; a list of origins allows only those; an empty list turns it off.
  */
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,7 +14,10 @@ const APP = 'https://app.example';
 async function serverWith(cors: Record<string, string[]>): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), 'tg-cors-'));
   await writeFile(join(dataDir, 'config.json'), JSON.stringify({ cors }));
-  return startTestServer({ dataDir });
+  const s = await startTestServer({ dataDir });
+  const close = s.close;
+  // The harness removes only the DATA folders it made itself.
+  return Object.assign(s, { close: async () => (await close(), await rm(dataDir, { recursive: true, force: true })) });
 }
 
 function preflight(s: TestServer, path: string, origin: string, method = 'POST', headers = 'authorization,content-type'): Promise<Response> {

@@ -5,33 +5,28 @@
  * and no partial file under its name, and a file it would have replaced keeps its bytes.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import ssh2 from 'ssh2';
-import { run, requireSftpTools, runSftp, withSsh2Sftp } from './clients/sftp.js';
+import { requireSftpTools, runSftp, withSsh2Sftp } from './clients/sftp.js';
+import { smallDisk, type SmallDisk } from './small-disk.js';
 
 const STATUS = ssh2.utils.sftp.STATUS_CODE;
 
 let s: TestServer;
+let sd: SmallDisk | undefined;
 let work: string;
 let disk: string;
-let mounted = false;
 let token: string;
 const big = randomBytes(1536 * 1024); // more than the whole disk
 const kept = Buffer.from('the bytes an upload that failed must not touch\n');
 
 beforeAll(async () => {
   requireSftpTools([['sshpass', 'sshpass']]);
-  if (process.getuid?.() !== 0) throw new Error('the disk-full test mounts a tmpfs and must run as root');
-  work = await mkdtemp(join(tmpdir(), 'tg-full-'));
-  disk = join(work, 'disk');
-  await mkdir(disk);
-  const m = await run('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', disk]);
-  if (m.code !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
-  mounted = true;
+  sd = await smallDisk('1m', 'tg-full-');
+  ({ work, disk } = sd);
   await writeFile(join(disk, 'kept.txt'), kept);
   await writeFile(join(work, 'big.bin'), big);
   s = await startTestServer();
@@ -42,8 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.close();
-  if (mounted) await run('umount', ['-l', disk]);
-  if (work) await rm(work, { recursive: true, force: true });
+  await sd?.remove();
 });
 
 /** What the disk holds: only what was there, never a temp file or a partial upload. */

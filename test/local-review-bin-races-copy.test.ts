@@ -1,11 +1,11 @@
 /** Code review of the Local driver, proved over the real server: recycle bin, copy, watcher. */
-import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, putFile, startRestServer } from './fs-helpers.js';
+import { mountTmpfs } from './small-disk.js';
 
 let ts: TestServer;
 let admin: string;
@@ -25,12 +25,22 @@ beforeAll(async () => {
   ts = await startRestServer();
   admin = await ts.login();
 });
-afterAll(async () => ts?.close());
+const made: string[] = [];
+/** A temp folder, removed after this file's tests. */
+function tempDir(prefix: string): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+}
+afterAll(async () => {
+  await ts?.close();
+  for (const d of made) rmSync(d, { recursive: true, force: true });
+});
 
 describe('mkdir_perm', () => {
   it('a mode that is not octal digits is refused at init, never read as another mode', async () => {
     for (const [i, perm] of ['0o755', '78', 'rwx'].entries()) {
-      const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
+      const root = tempDir('tg-rl-root-');
       const r = await local(`/perm${i}`, { root_folder_path: root, mkdir_perm: perm });
       expect(r.code, perm).toBe(500);
       expect(r.message).toContain(`mkdir_perm ${perm} is not an octal mode`);
@@ -40,8 +50,8 @@ describe('mkdir_perm', () => {
 
 describe('recycle bin', () => {
   it('a delete never replaces what the bin already holds under the stamped name', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
-    const bin = mkdtempSync(join(tmpdir(), 'tg-rl-bin-'));
+    const root = tempDir('tg-rl-root-');
+    const bin = tempDir('tg-rl-bin-');
     ok(await local('/bin1', { root_folder_path: root, recycle_bin_path: bin }));
     // Earlier deletes of a.txt: the plain name and the stamped names of the seconds this one may run in.
     writeFileSync(join(bin, 'a.txt'), 'first');
@@ -56,8 +66,8 @@ describe('recycle bin', () => {
     expect(contents.filter((c) => c === 'first')).toHaveLength(1);
   });
   it('deletes of one name from many folders at once all land in the bin', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
-    const bin = mkdtempSync(join(tmpdir(), 'tg-rl-bin-'));
+    const root = tempDir('tg-rl-root-');
+    const bin = tempDir('tg-rl-bin-');
     ok(await local('/bin3', { root_folder_path: root, recycle_bin_path: bin }));
     const n = 16;
     for (let i = 0; i < n; i++) {
@@ -71,8 +81,8 @@ describe('recycle bin', () => {
   });
 
   it('a file replaced by a copy goes to the bin under its own name', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
-    const bin = mkdtempSync(join(tmpdir(), 'tg-rl-bin-'));
+    const root = tempDir('tg-rl-root-');
+    const bin = tempDir('tg-rl-bin-');
     ok(await local('/bin2', { root_folder_path: root, recycle_bin_path: bin }));
     mkdirSync(join(root, 'from'));
     writeFileSync(join(root, 'from', 'report.txt'), 'new');
@@ -86,7 +96,7 @@ describe('recycle bin', () => {
 
 describe('rename and move to one name at once', () => {
   it('one wins, the others are refused, no file is lost', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
+    const root = tempDir('tg-rl-root-');
     ok(await local('/race', { root_folder_path: root }));
     const n = 16;
     for (let i = 0; i < n; i++) writeFileSync(join(root, `f${i}.txt`), `file ${i}`);
@@ -99,7 +109,7 @@ describe('rename and move to one name at once', () => {
 
 describe('copy', () => {
   it('copying a link to a file leaves the linked file\'s times alone', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
+    const root = tempDir('tg-rl-root-');
     ok(await local('/cl', { root_folder_path: root }));
     const real = join(root, 'real.txt');
     writeFileSync(real, 'content');
@@ -113,7 +123,7 @@ describe('copy', () => {
   });
 
   it('a relative link to a file copied into another folder is the file there, as listed', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
+    const root = tempDir('tg-rl-root-');
     ok(await local('/cr', { root_folder_path: root }));
     writeFileSync(join(root, 'real.txt'), 'content');
     symlinkSync('real.txt', join(root, 'rel.txt'));
@@ -124,7 +134,7 @@ describe('copy', () => {
   });
 
   it('a copied folder keeps its mode (a private folder does not become readable by all)', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'tg-rl-root-'));
+    const root = tempDir('tg-rl-root-');
     ok(await local('/cm', { root_folder_path: root }));
     mkdirSync(join(root, 'private'));
     writeFileSync(join(root, 'private', 'secret.txt'), 's');
@@ -139,17 +149,16 @@ describe('copy', () => {
 describe('a move or delete onto another file system that runs out of space', () => {
   let root: string;
   let small: string;
+  let unmount: (() => void) | undefined;
   const big = Buffer.alloc(1536 * 1024, 7); // more than the whole small disk
   beforeAll(async () => {
-    root = mkdtempSync(join(tmpdir(), 'tg-rl-xdev-'));
+    root = tempDir('tg-rl-xdev-');
     small = join(root, 'small');
     mkdirSync(small);
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', small]);
+    unmount = mountTmpfs(small, '1m');
     ok(await local('/xdev', { root_folder_path: root, recycle_bin_path: join(small, 'bin') }));
   });
-  afterAll(() => {
-    if (small) execFileSync('umount', ['-l', small]);
-  });
+  afterAll(() => unmount?.());
 
   it('a folder moved across leaves no partial folder under its name', async () => {
     mkdirSync(join(root, 'tree'));

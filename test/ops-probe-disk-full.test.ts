@@ -8,26 +8,21 @@
  * test/disk-full.test.ts).
  */
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, afterEach, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { JsonStore } from '../src/store/json-store.js';
 import { CLI, cliEnv } from './clients/process.js';
+import { smallDisk, type SmallDisk } from './small-disk.js';
 
+let sd: SmallDisk | undefined;
 let work: string;
 let disk: string;
-let mounted = false;
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('this test mounts a tmpfs and must run as root');
-  work = await mkdtemp(join(tmpdir(), 'treegate-ops-full-'));
-  disk = join(work, 'disk');
-  await mkdir(disk);
-  const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', disk], { encoding: 'utf8' });
-  if (m.status !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
-  mounted = true;
+  sd = await smallDisk('256k', 'treegate-ops-full-');
+  ({ work, disk } = sd);
 });
 
 afterEach(async () => {
@@ -35,8 +30,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  if (mounted) spawnSync('umount', ['-l', disk]);
-  if (work) await rm(work, { recursive: true, force: true });
+  await sd?.remove();
 });
 
 /** Fill the disk to the last byte. */

@@ -6,30 +6,23 @@
  * 1 MiB tmpfs (root, as disk-full.test.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { run } from './clients/sftp.js';
+import { smallDisk, type SmallDisk } from './small-disk.js';
 
 let s: TestServer;
-let work: string;
+let sd: SmallDisk | undefined;
 let disk: string;
-let mounted = false;
 let token: string;
 const big = randomBytes(600 * 1024); // fits once on the 1 MiB disk, not twice
 const kept = Buffer.from('the file a failed copy must leave as it was\n');
 const basic = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
 
 beforeAll(async () => {
-  if (process.getuid?.() !== 0) throw new Error('this test mounts a tmpfs and must run as root');
-  work = await mkdtemp(join(tmpdir(), 'tg-replace-'));
-  disk = join(work, 'disk');
-  await mkdir(disk);
-  const m = await run('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', disk]);
-  if (m.code !== 0) throw new Error(`mount tmpfs failed: ${m.stderr}`);
-  mounted = true;
+  sd = await smallDisk('1m', 'tg-replace-');
+  disk = sd.disk;
   s = await startTestServer({ env: { TREEGATE_SFTP_ENABLE: 'false' } });
   token = await s.login();
   const r = await s.api('/api/admin/storage/create', { token, body: { mount_path: '/full', driver: 'Local', addition: JSON.stringify({ root_folder_path: disk }) } });
@@ -38,8 +31,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await s?.close();
-  if (mounted) await run('umount', ['-l', disk]);
-  if (work) await rm(work, { recursive: true, force: true });
+  await sd?.remove();
 });
 
 beforeEach(async () => {
