@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { loadConfig, type ConfigFlags } from './config.js';
+import { transferEnded } from './mem-trim.js';
 import { closeQueuedOnHangUp } from './queued-close.js';
 import { createLogger } from './log.js';
 import { JsonStore } from './store/json-store.js';
@@ -137,11 +138,15 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
         const untrack = trackRequest(req); // for the idle limit below
         const unqueue = closeQueued(req, res);
         answering.add(res);
+        const socket = req.socket;
+        const moved = () => socket.bytesRead + socket.bytesWritten;
+        const movedBefore = moved();
         // One listener for all of this bookkeeping (see trackRequest).
         res.once('close', () => {
           untrack();
           unqueue();
           answering.delete(res);
+          transferEnded(moved() - movedBefore); // a big upload's freed buffers go back (mem-trim.ts)
         });
         if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route

@@ -10,14 +10,12 @@
  *
  * TREEGATE_SENDFILE=0 turns it off (for measuring the buffered path, or if a kernel misbehaves).
  */
-import { existsSync } from 'node:fs';
 import { ServerResponse } from 'node:http';
-import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
-import { dirname, join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { getSystemErrorName } from 'node:util';
+import { loadNativeAddon } from '../native-addon.js';
 
 interface SendfileAddon {
   /** Calls `done(errno, bytesSent)` once; errno 0 on success. */
@@ -29,22 +27,8 @@ const ENODATA = 61;
 /** The client hung up (EPIPE, ECONNRESET) or we stopped because the connection closed (ECANCELED). */
 const CLIENT_GONE = new Set(['EPIPE', 'ECONNRESET', 'ECANCELED']);
 
-/** The addon, looked for beside the package root whether running from src/ or dist/src/. */
-function loadAddon(): SendfileAddon | undefined {
-  if (process.platform !== 'linux' || process.env.TREEGATE_SENDFILE === '0') return undefined;
-  for (let dir = import.meta.dirname, i = 0; i < 4; i++, dir = dirname(dir)) {
-    const file = join(dir, 'native/sendfile/build/Release/sendfile.node');
-    if (!existsSync(file)) continue;
-    try {
-      return createRequire(import.meta.url)(file) as SendfileAddon;
-    } catch {
-      return undefined; // built for another Node ABI: the buffered path serves instead
-    }
-  }
-  return undefined;
-}
-
-const addon = loadAddon();
+// Without it (not built, not Linux) or with TREEGATE_SENDFILE=0, bodies are copied through buffers.
+const addon = process.env.TREEGATE_SENDFILE === '0' ? undefined : loadNativeAddon<SendfileAddon>('sendfile');
 
 /** Whether downloads can go out by sendfile in this process (for the startup log). */
 export const sendfileAvailable = addon !== undefined;
