@@ -10,24 +10,24 @@ import { loadNativeAddon } from './native-addon.js';
 export const TRIM_AFTER_BYTES = 64 << 20;
 
 const addon = loadNativeAddon<{ trim(): boolean }>('memtrim');
-let pending = false;
 
 /** Whether this process can trim (for tests and the startup log). */
 export const memTrimAvailable = addon !== undefined;
 
 /**
- * A transfer of `bytes` has ended: trim if it was a big one, at once and again a little later. The
- * buffers are freed only when the garbage collector has taken their JS objects, which for the last
- * ones of the transfer may come later than its end.
+ * The server's `transferEnded(bytes)`: a transfer of `bytes` has ended; if it was a big one, trim at
+ * once and again a little later (the buffers are freed only when the garbage collector has taken
+ * their JS objects, which for the last ones of the transfer may come after its end).
  */
-export function transferEnded(bytes: number): void {
-  if (!addon || bytes < TRIM_AFTER_BYTES || pending) return;
-  pending = true;
-  setImmediate(() => addon.trim()).unref();
-  setTimeout(() => {
-    pending = false;
-    addon.trim();
-  }, LATER_MS).unref();
+export function memTrimmer(laterMs = 2000): (bytes: number) => void {
+  let pending = false;
+  return (bytes) => {
+    if (!addon || bytes < TRIM_AFTER_BYTES || pending) return;
+    pending = true;
+    setImmediate(() => addon.trim()).unref();
+    setTimeout(() => {
+      pending = false;
+      addon.trim();
+    }, laterMs).unref();
+  };
 }
-
-const LATER_MS = 2000;

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { loadConfig, type ConfigFlags } from './config.js';
-import { transferEnded } from './mem-trim.js';
+import { memTrimmer } from './mem-trim.js';
 import { closeQueuedOnHangUp } from './queued-close.js';
 import { createLogger } from './log.js';
 import { JsonStore } from './store/json-store.js';
@@ -132,6 +132,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   /** Answers under way: a stop makes each the last on its connection (see close). */
   const answering = new Set<ServerResponse>();
   const closeQueued = closeQueuedOnHangUp();
+  const transferEnded = memTrimmer();
   const app = await buildRestApp(core, {
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
