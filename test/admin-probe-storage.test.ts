@@ -1,10 +1,10 @@
 /** Adversarial probe of /api/admin/storage/*: what a storage may serve, and wrongly typed fields. */
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { expectCode, names, ok, startRestServer } from './fs-helpers.js';
+import { tempFolders } from './temp-folders.js';
 
 let ts: TestServer;
 let admin: string;
@@ -19,16 +19,11 @@ beforeAll(async () => {
   ts = await startRestServer();
   admin = await ts.login();
 });
-const made: string[] = [];
-/** A temp folder, removed after this file's tests. */
-function tempDir(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  made.push(d);
-  return d;
-}
+const temp = tempFolders();
+const tempDir = temp.make;
 afterAll(async () => {
   await ts?.close();
-  for (const d of made) rmSync(d, { recursive: true, force: true });
+  temp.removeAll();
 });
 
 describe('a Local storage never serves the data directory', () => {

@@ -1,11 +1,11 @@
 /** Code review of the Local driver, proved over the real server: recycle bin, copy, watcher. */
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, putFile, startRestServer } from './fs-helpers.js';
 import { mountTmpfs } from './small-disk.js';
+import { tempFolders } from './temp-folders.js';
 
 let ts: TestServer;
 let admin: string;
@@ -25,16 +25,11 @@ beforeAll(async () => {
   ts = await startRestServer();
   admin = await ts.login();
 });
-const made: string[] = [];
-/** A temp folder, removed after this file's tests. */
-function tempDir(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
-  made.push(d);
-  return d;
-}
+const temp = tempFolders();
+const tempDir = temp.make;
 afterAll(async () => {
   await ts?.close();
-  for (const d of made) rmSync(d, { recursive: true, force: true });
+  temp.removeAll();
 });
 
 describe('mkdir_perm', () => {
