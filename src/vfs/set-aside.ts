@@ -20,7 +20,7 @@ export interface SetAside {
 /** Recognisable if a storage failure leaves one behind; dot-named, so listings hide it by default. */
 export const ASIDE_PREFIX = '.treegate-replaced-';
 
-/** Move `existing` out of the way; undefined when it was removed (the storage has no rename). */
+/** Move `existing` out of the way; undefined when it was removed instead (no rename, or one refused). */
 export async function setAside(tree: Tree, m: Mount, existing: Obj, gone: () => void): Promise<SetAside | undefined> {
   const d = tree.driver(m);
   const name = ASIDE_PREFIX + randomBytes(6).toString('hex');
