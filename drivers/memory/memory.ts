@@ -9,6 +9,9 @@ type Node = FileNode | DirNode;
 
 const newDir = (): DirNode => ({ kind: 'dir', children: new Map(), modified: new Date(), created: new Date() });
 
+/** A folder whose entries changed gets a new mtime, as on a POSIX file system (sync clients compare it). */
+const touch = (d: DirNode) => void (d.modified = new Date());
+
 function aborted(signal?: AbortSignal): void {
   if (signal?.aborted) throw new VfsError('UPSTREAM', 'operation aborted', { cause: signal.reason });
 }
@@ -94,7 +97,7 @@ export class MemoryDriver implements Driver {
     if (d.children.has(name)) throw new VfsError('EXISTS', undefined, { path: join(parent.path, name) });
     const n = newDir();
     d.children.set(name, n);
-    d.modified = new Date();
+    touch(d);
     return this.obj(join(parent.path, name), n);
   }
 
@@ -107,6 +110,7 @@ export class MemoryDriver implements Driver {
     if (d.children.has(newName)) throw new VfsError('EXISTS', undefined, { path: newName });
     d.children.delete(name);
     d.children.set(newName, n);
+    touch(d);
     return this.obj(join(parentOf(obj.path), newName), n);
   }
 
@@ -120,8 +124,12 @@ export class MemoryDriver implements Driver {
     }
     if (dst.children.has(name)) throw new VfsError('EXISTS', undefined, { path: join(dstDir.path, name) });
     const moved = keepSource ? clone(n) : n;
-    if (!keepSource) src.children.delete(name);
+    if (!keepSource) {
+      src.children.delete(name);
+      touch(src);
+    }
     dst.children.set(name, moved);
+    touch(dst);
     return this.obj(join(dstDir.path, name), moved);
   }
 
@@ -138,6 +146,7 @@ export class MemoryDriver implements Driver {
     const node = d.children.get(name);
     if (args?.onlyEmpty && node?.kind === 'dir' && node.children.size) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
     if (!d.children.delete(name)) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
+    touch(d);
   }
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
@@ -165,6 +174,7 @@ export class MemoryDriver implements Driver {
     if (existing && args.noReplace) throw new VfsError('EXISTS', 'file exists', { path: join(dstDir.path, args.name) });
     const node: FileNode = { kind: 'file', data: Buffer.concat(chunks, n), modified: args.modified ?? new Date(), created: existing?.created ?? new Date() };
     d.children.set(args.name, node);
+    touch(d);
     return this.obj(join(dstDir.path, args.name), node);
   }
 
