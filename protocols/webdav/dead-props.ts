@@ -113,6 +113,12 @@ export class DeadProps {
     for (const [p] of this.subtree(vpath)) await this.write(p, []);
   }
 
+  /** Drop the properties at or below `vpath`, except those below a path in `keep` (a storage still mounted there). */
+  async removeTreeExcept(vpath: string, keep: readonly string[]): Promise<void> {
+    await this.ready();
+    for (const [p] of this.subtree(vpath)) if (!keep.some((k) => isWithin(k, p))) await this.write(p, []);
+  }
+
   private subtree(vpath: string): Array<[string, DeadProp[]]> {
     if (this.map.size === 0) return [];
     return [...this.map].filter(([p]) => isWithin(vpath, p));

@@ -7,6 +7,7 @@
  * method that changed the tree awaits `settled()` before it answers.
  */
 import type { Logger } from 'pino';
+import { isWithin } from '../../src/paths.js';
 import type { VfsChange, VfsChangeListener } from '../../src/vfs/events.js';
 import type { DeadProps } from './dead-props.js';
 import type { LockManager } from './locks.js';
@@ -40,12 +41,21 @@ export function followTree(
       case 'copy':
         await props.copyTree(c.vpath, c.to);
         return;
+      case 'unmounted': {
+        // The storage is deleted or mounted elsewhere: none of its files is served at vpath now. Their
+        // locks blocked a storage mounted there later (423) and kept showing in lockdiscovery, and their
+        // properties showed on its files of the same names. Storages mounted inside vpath keep theirs.
+        const inner = c.mounts.filter((m) => m !== c.vpath && isWithin(c.vpath, m));
+        await props.removeTreeExcept(c.vpath, inner);
+        await locks.removeWithin(c.vpath, inner);
+        return;
+      }
       default:
         return;
     }
   };
   const stop = onChange((c) => {
-    if (c.kind !== 'remove' && c.kind !== 'move' && c.kind !== 'copy') return;
+    if (c.kind !== 'remove' && c.kind !== 'move' && c.kind !== 'copy' && c.kind !== 'unmounted') return;
     pending++;
     chain = chain
       .then(() => apply(c))

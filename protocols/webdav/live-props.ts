@@ -90,8 +90,8 @@ export const LIVE: Record<string, Render> = Object.assign(Object.create(null) as
 } satisfies Record<string, Render>);
 
 /** allprop's live properties in one pass (the hot path of big listings); same output as ALLPROP. */
-export function allLive(e: Entry, c: LiveCtx): string {
-  const created = `<D:creationdate>${isoDate(e.created ?? e.modified)}</D:creationdate><D:displayname>${esc(e.name)}</D:displayname>`;
+export function allLive(e: Entry, c: LiveCtx, displayname = `<D:displayname>${esc(e.name)}</D:displayname>`): string {
+  const created = `<D:creationdate>${isoDate(e.created ?? e.modified)}</D:creationdate>${displayname}`;
   const file = e.isDir
     ? ''
     : `<D:getcontentlength>${e.size}</D:getcontentlength><D:getcontenttype>${contentTypeOf(e.name)}</D:getcontenttype>`;
@@ -108,8 +108,15 @@ export function allLive(e: Entry, c: LiveCtx): string {
 /** Live properties that allprop returns (RFC 4331: quota only on request). */
 export const ALLPROP = Object.keys(LIVE).filter((k) => !k.startsWith('quota-'));
 
+/**
+ * DAV: properties a client may set, kept as dead properties that PROPFIND answers in place of the
+ * live value while set. RFC 4918 §15.2 lets displayname be writable, and Apache mod_dav stores it as
+ * a dead property (std_liveprop.c): clients that rename a resource's shown name got 403 here.
+ */
+export const WRITABLE_LIVE: ReadonlySet<string> = new Set(['displayname']);
+
 /** Live properties a client may not set or remove. */
-export const isLive = (ns: string, local: string) => ns === 'DAV:' && local in LIVE;
+export const isLive = (ns: string, local: string) => ns === 'DAV:' && local in LIVE && !WRITABLE_LIVE.has(local);
 
 /** Microsoft's namespace for the Win32* properties Windows' redirector sets with PROPPATCH. */
 export const MS_NS = 'urn:schemas-microsoft-com:';

@@ -175,10 +175,16 @@ export class LockManager {
     }
   }
 
-  /** Drop every lock rooted at or below `vpath` (after DELETE, or the source of a MOVE). */
-  async removeWithin(vpath: string): Promise<void> {
+  /**
+   * Drop every lock rooted at or below `vpath` (after DELETE, or the source of a MOVE), except those
+   * below a path in `keep` (storages still mounted inside a removed one).
+   */
+  async removeWithin(vpath: string, keep: readonly string[] = []): Promise<void> {
+    // Loaded first: a file deleted over REST or SFTP after a restart, before any WebDAV request loaded
+    // the persisted locks, kept its lock, and a new file of that name answered 423.
+    await this.ready();
     if (this.byToken.size === 0) return;
-    for (const l of this.within(vpath)) await this.remove(l.token);
+    for (const l of this.within(vpath)) if (!keep.some((k) => isWithin(k, l.root))) await this.remove(l.token);
   }
 
   private alive(l: LockInfo): boolean {

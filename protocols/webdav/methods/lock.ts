@@ -8,7 +8,6 @@ import { can } from '../../../src/auth/principal.js';
 import { VfsError } from '../../../src/errors.js';
 import { checkIf, checkPreconditions, checkWrite, ifLists } from '../conditions.js';
 import { DavError } from '../errors.js';
-import { submittedTokens } from '../if-header.js';
 import { activeLock } from '../live-props.js';
 import { parseTimeout, type LockInfo } from '../locks.js';
 import { parentOf, readBody, sendStatus, vpathOf, type Dav } from '../request.js';
@@ -76,10 +75,11 @@ export async function lock(dav: Dav): Promise<void> {
 }
 
 async function refresh(dav: Dav, vpath: string, timeout: number): Promise<void> {
-  const lists = ifLists(dav);
-  if (!lists) throw new DavError(400, 'a LOCK without a body refreshes, and needs an If header');
+  if (!ifLists(dav)) throw new DavError(400, 'a LOCK without a body refreshes, and needs an If header');
   await dav.deps.vfs.stat(dav.ctx, dav.path);
-  const tokens = submittedTokens(lists);
+  // The whole header must hold (RFC 4918 §10.4), entity tags included: `(<token> ["etag"])` refreshes
+  // only while the resource is unchanged (412 otherwise). Taking its tokens alone refreshed regardless.
+  const tokens = await checkIf(dav);
   const mine = dav.locks.covering(vpath).filter((l) => tokens.has(l.token) && l.userId === dav.ctx.principal.userId);
   if (!mine.length) throw new DavError(412, 'no lock to refresh', 'lock-token-matches-request-uri');
   const refreshed: LockInfo[] = [];

@@ -7,7 +7,7 @@ import { isVfsError } from '../../../src/errors.js';
 import type { Entry } from '../../../src/vfs/types.js';
 import { keyOf } from '../dead-props.js';
 import { DavError } from '../errors.js';
-import { ALLPROP, LIVE, allLive, deadValue, type LiveCtx, type Quota } from '../live-props.js';
+import { ALLPROP, LIVE, WRITABLE_LIVE, allLive, deadValue, type LiveCtx, type Quota } from '../live-props.js';
 import { MultiStatus, propstat } from '../multistatus.js';
 import { childHrefBase, hrefOf, hrefSegment, readBody, vpathOf, type Dav } from '../request.js';
 import { DAV_NS, child, elems, esc, nsElement, parseXml, type XElem } from '../xml.js';
@@ -105,14 +105,16 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
   if (want.kind === 'propname') {
     return (e, href, p) => {
       const names = ALLPROP.filter((n) => LIVE[n]!(e, live) !== undefined).map((n) => `<D:${n}/>`);
-      for (const d of deadOf(p)) names.push(nsElement(d.ns, d.local));
+      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) names.push(nsElement(d.ns, d.local)); // a set displayname: named above
       return wrap(href, propstat(names.join(''), 200));
     };
   }
   if (want.kind === 'allprop') {
     return (e, href, p) => {
-      let found = allLive(e, live);
-      for (const d of deadOf(p)) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, deadValue(d, e), d.lang);
+      const dead = deadOf(p);
+      const shown = dead.length ? dead.find((d) => d.ns === DAV_NS && d.local === 'displayname') : undefined; // WRITABLE_LIVE
+      let found = shown ? allLive(e, live, nsElement(shown.ns, shown.local, shown.xml, shown.lang)) : allLive(e, live);
+      for (const d of dead) if (d.ns !== DAV_NS || !(d.local in LIVE)) found += nsElement(d.ns, d.local, deadValue(d, e), d.lang);
       for (const q of want.include) if (q.ns === DAV_NS && q.local.startsWith('quota-')) found += LIVE[q.local]?.(e, live) ?? '';
       return wrap(href, propstat(found, 200));
     };
@@ -124,14 +126,16 @@ function renderer(dav: Dav, want: Want, live: LiveCtx): Renderer {
     const dead = deadOf(p);
     // Many names asked of many properties: one lookup table instead of a scan per name (quadratic).
     const byName = dead.length > 16 && names.length > 16 ? new Map(dead.map((d) => [keyOf(d.ns, d.local), d])) : undefined;
+    const deadNamed = (q: QName) => (byName ? byName.get(keyOf(q.ns, q.local)) : dead.find((x) => x.ns === q.ns && x.local === q.local));
     for (const q of names) {
-      const liveFn = q.ns === DAV_NS ? LIVE[q.local] : undefined;
+      // A writable live property (displayname) answers its dead value while one is set.
+      const liveFn = q.ns === DAV_NS && !(WRITABLE_LIVE.has(q.local) && deadNamed(q)) ? LIVE[q.local] : undefined;
       const v = liveFn ? liveFn(e, live) : undefined;
       if (v !== undefined) {
         found += v;
         continue;
       }
-      const d = byName ? byName.get(keyOf(q.ns, q.local)) : dead.find((x) => x.ns === q.ns && x.local === q.local);
+      const d = deadNamed(q);
       if (d) found += nsElement(d.ns, d.local, deadValue(d, e), d.lang);
       else missing += qnameXml(q);
     }
