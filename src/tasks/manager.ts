@@ -341,7 +341,8 @@ export class TaskManager {
       const user = await this.opts.accounts.byId(rec.creator_id);
       if (!user || user.disabled) throw new Error('the task creator is deleted or disabled');
       await runner.run(this.handle(rec, user, ac.signal));
-      if (live.why === 'shutdown') return;
+      // Done even when a stop came meanwhile: left unfinished, the next start would fail it
+      // (`interrupted by a restart`, its cleanup run) or redo it, though its work is complete.
       await this.finish(rec, S.SUCCEEDED, '');
     } catch (e) {
       if (live.why === 'shutdown') return; // left RUNNING in the store: resumed or failed at the next start

@@ -142,7 +142,8 @@ export class Aria2Tool implements OfflineTool {
   async download(job: DownloadJob): Promise<void> {
     const first = await this.rpc<string>('aria2.addUri', [[job.url.href], await this.jobOptions(job.dir)], job.signal);
     const all = [first];
-    job.patch({ gid: first });
+    // Every gid is kept, not only the current one: after a crash, forget() must drop them all.
+    job.patch({ gid: first, gids: [first] });
     const stop = () => void this.drop(all);
     job.signal.addEventListener('abort', stop, { once: true });
     try {
@@ -164,7 +165,7 @@ export class Aria2Tool implements OfflineTool {
           if (next.length === 0) leaves.push(gid);
           // the real downloads behind a torrent/metalink/magnet
           for (const g of next) if (!all.includes(g)) (pending.push(g), all.push(g));
-          if (next.length) job.patch({ gid: next[0] });
+          if (next.length) job.patch({ gid: next[0], gids: [...all] });
           continue;
         }
         if (s.status === 'error') throw new Error(`aria2: ${s.errorMessage || `error code ${s.errorCode ?? '?'}`}`);
@@ -203,8 +204,19 @@ export class Aria2Tool implements OfflineTool {
     }));
   }
 
+  /**
+   * Drop every job of the task: the gids it recorded and, followed through aria2's `followedBy`,
+   * the jobs a metalink or torrent spawned (also those spawned after the gids were last recorded,
+   * e.g. while the server was down).
+   */
   async forget(_id: string, args: Record<string, unknown>): Promise<void> {
-    if (typeof args.gid === 'string' && args.gid) await this.drop([args.gid]).catch(() => undefined);
+    const known = [...(Array.isArray(args.gids) ? args.gids : []), args.gid].filter((g): g is string => typeof g === 'string' && g !== '');
+    const all = [...new Set(known)];
+    for (let i = 0; i < all.length && all.length < 1000; i++) {
+      const s = await this.rpc<Aria2Status>('aria2.tellStatus', [all[i], ['followedBy']]).catch(() => undefined);
+      for (const g of s?.followedBy ?? []) if (!all.includes(g)) all.push(g);
+    }
+    await this.drop(all).catch(() => undefined);
   }
 }
 

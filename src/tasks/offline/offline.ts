@@ -159,10 +159,11 @@ export class Offline {
         await pinStorage(this.vfs, t.ctx, str(t.args.dst), storagePin(t.args.storage), 'destination');
         let url = new URL(str(t.args.url));
         await this.guard.checkUrl(url);
-        // Downloads never resume: what an earlier run left (a failed job, a retry's old handle) goes first.
-        await tool.forget?.(t.id, t.args).catch(() => undefined);
+        // What an earlier run left (a failed job, a retry's old handle) goes first; its files too,
+        // unless the tool resumes from them (a retry after a failure that kept them).
         const dir = this.dirOf(t);
-        if (t.children().length === 0) await rm(dir, { recursive: true, force: true });
+        await tool.forget?.(t.id, t.args, tool.rechecks === true, dir).catch(() => undefined);
+        if (t.children().length === 0 && !tool.rechecks) await rm(dir, { recursive: true, force: true });
         await mkdir(dir, { recursive: true, mode: 0o700 });
         if (tool.followsRedirects && this.guard.enforced() && (url.protocol === 'http:' || url.protocol === 'https:')) {
           url = await resolveRedirects(this.guard, url, t.signal);
@@ -194,12 +195,12 @@ export class Offline {
         if (this.tasks.childrenOf(rec.id).length === 0) await rm(this.dirOf(rec), { recursive: true, force: true });
         // Cancelled or failed after it started its transfers (e.g. while qBittorrent seeds): the
         // tool's job goes (it was left seeding for good), its files stay for the transfers.
-        else if (rec.state !== TASK_STATE.SUCCEEDED) await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args, true).catch(() => undefined);
+        else if (rec.state !== TASK_STATE.SUCCEEDED) await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args, true, this.dirOf(rec)).catch(() => undefined);
       },
       // Its transfers (resumable) may still need the files: then only the tool's job goes.
       abandoned: async (rec) => {
         const transferring = this.tasks.childrenOf(rec.id).length > 0;
-        await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args, transferring).catch(() => undefined);
+        await this.tool(str(rec.args.tool))?.forget?.(rec.id, rec.args, transferring, this.dirOf(rec)).catch(() => undefined);
         if (!transferring) await rm(this.dirOf(rec), { recursive: true, force: true });
       },
     });
@@ -243,6 +244,8 @@ export class Offline {
         }
       },
       finished: (rec) => this.afterTransfer(rec),
+      // Cancelling when the server stopped: canceled at the restart, its file treated as a cancel's.
+      abandoned: (rec) => this.afterTransfer(rec),
     });
   }
 

@@ -4,10 +4,16 @@
  * A download is `torrents/add` by URL with savepath = the task's temp folder and the tag
  * `treegate-<task id>`, then `torrents/info?tag=` is polled. After the transfers are started the
  * task waits qbittorrent_seedtime minutes, then deletes the torrent without its files. Every run
- * adds the link anew; a run that fails, is cancelled or exceeds offline_download_max_size deletes
- * its torrent with its files, watching for it a while when qBittorrent has not listed it yet.
+ * adds the link anew; a run that is cancelled or stopped deletes its torrent with its files,
+ * watching for it a while when qBittorrent has not listed it yet. A run that fails (e.g. exceeds
+ * offline_download_max_size) deletes only the torrent: a retry adds it again over its files, which
+ * qBittorrent checks and resumes from (the task's folder goes when the task ends failed).
+ * qBittorrent deletes a torrent's files wherever they are now: files are deleted through it only
+ * while they are still in the task's temp folder (a user may have moved the torrent to a folder of
+ * theirs); elsewhere only the torrent goes.
  */
 import { rm } from 'node:fs/promises';
+import { resolve as hostResolve, sep as hostSep } from 'node:path';
 import type { Settings } from '../../settings/settings.js';
 import { sleep, type DownloadJob, type OfflineTool } from './tool.js';
 
@@ -17,6 +23,8 @@ interface TorrentInfo {
   progress: number;
   size: number;
   total_size?: number;
+  save_path?: string;
+  content_path?: string;
 }
 
 const COMPLETE = new Set(['uploading', 'stalledUP', 'pausedUP', 'queuedUP', 'checkingUP', 'forcedUP']);
@@ -25,6 +33,13 @@ const FAILED = new Set(['error', 'missingFiles']);
 const APPEAR_MS = 60_000;
 
 export const tagOf = (taskId: string) => `treegate-${taskId}`;
+
+/** Whether a torrent's files lie inside `dir` (the task's temp folder). */
+function filesWithin(t: TorrentInfo, dir: string | undefined): boolean {
+  if (!dir) return false;
+  const inside = (p: string | undefined) => !!p && (hostResolve(p) === dir || hostResolve(p).startsWith(dir + hostSep));
+  return inside(t.save_path) && (t.content_path === undefined || inside(t.content_path));
+}
 
 /** fetch, whose own message is only "fetch failed": the reason (ECONNREFUSED...) is its cause. */
 function request(url: URL, init: RequestInit): Promise<Response> {
@@ -38,6 +53,7 @@ export class QbittorrentTool implements OfflineTool {
   readonly name = 'qBittorrent';
   readonly schemes = ['http:', 'https:', 'magnet:', 'bc:'];
   readonly followsRedirects = true;
+  readonly rechecks = true;
   private cookie = '';
   private version = '';
   /** Tasks whose torrent is being watched for after they ended (see discard). */
@@ -107,10 +123,18 @@ export class QbittorrentTool implements OfflineTool {
     return this.call('api/v2/torrents/delete', new URLSearchParams({ hashes: hash, deleteFiles: String(deleteFiles) }));
   }
 
-  /** Delete every torrent carrying the task's tag, with its files unless kept; true when there was one. */
-  private async removeTagged(id: string, deleteFiles = true): Promise<boolean> {
+  /** Delete torrents, with their files when asked and only those files inside `dir` (see the header). */
+  private async removeTorrents(list: readonly TorrentInfo[], deleteFiles: boolean, dir: string | undefined): Promise<void> {
+    const withFiles = list.filter((t) => deleteFiles && filesWithin(t, dir));
+    const without = list.filter((t) => !withFiles.includes(t));
+    if (withFiles.length) await this.remove(withFiles.map((t) => t.hash).join('|'), true);
+    if (without.length) await this.remove(without.map((t) => t.hash).join('|'), false);
+  }
+
+  /** Delete every torrent carrying the task's tag, with its files in `dir` unless kept; true when there was one. */
+  private async removeTagged(id: string, dir: string | undefined, deleteFiles = true): Promise<boolean> {
     const list = await this.tagged(id);
-    if (list.length) await this.remove(list.map((t) => t.hash).join('|'), deleteFiles);
+    await this.removeTorrents(list, deleteFiles, dir);
     return list.length > 0;
   }
 
@@ -119,9 +143,9 @@ export class QbittorrentTool implements OfflineTool {
    * has not listed it yet (it may still be fetching the link), keep watching for it for a bounded
    * time and delete it (and the temp folder it recreates) when it shows up.
    */
-  private async discard(id: string, dir: string): Promise<void> {
+  private async discard(id: string, dir: string, keepFiles = false): Promise<void> {
     this.watchers.get(id)?.abort();
-    if (await this.removeTagged(id).catch(() => false)) return;
+    if (await this.removeTagged(id, dir, !keepFiles).catch(() => false)) return;
     const ac = new AbortController();
     this.watchers.set(id, ac);
     void (async () => {
@@ -129,7 +153,7 @@ export class QbittorrentTool implements OfflineTool {
         for (const end = Date.now() + APPEAR_MS; Date.now() < end && !ac.signal.aborted;) {
           await new Promise((r) => setTimeout(r, this.pollMs).unref());
           if (ac.signal.aborted) return;
-          if (await this.removeTagged(id).catch(() => false)) {
+          if (await this.removeTagged(id, dir).catch(() => false)) {
             await new Promise((r) => setTimeout(r, 500).unref());
             if (!ac.signal.aborted) await rm(dir, { recursive: true, force: true });
             return;
@@ -147,6 +171,9 @@ export class QbittorrentTool implements OfflineTool {
     form.set('urls', job.url.href);
     form.set('savepath', job.dir);
     form.set('tags', tagOf(job.id));
+    // With qBittorrent's default torrent management mode set to Automatic, savepath is ignored
+    // and the files go to its own download folder: never found here (nor ours to delete).
+    form.set('autoTMM', 'false');
     let hash = '';
     try {
       const answer = await this.call('api/v2/torrents/add', form, job.signal);
@@ -168,7 +195,7 @@ export class QbittorrentTool implements OfflineTool {
         await sleep(this.pollMs, job.signal);
       }
     } catch (e) {
-      await this.discard(job.id, job.dir);
+      await this.discard(job.id, job.dir, !job.signal.aborted);
       throw e;
     }
   }
@@ -182,9 +209,12 @@ export class QbittorrentTool implements OfflineTool {
     if (typeof job.args.hash === 'string') await this.remove(job.args.hash, false);
   }
 
-  async forget(id: string, args: Record<string, unknown>, keepFiles = false): Promise<void> {
+  async forget(id: string, args: Record<string, unknown>, keepFiles = false, dir?: string): Promise<void> {
     this.watchers.get(id)?.abort();
-    await this.removeTagged(id, !keepFiles).catch(() => undefined);
-    if (typeof args.hash === 'string' && args.hash) await this.remove(args.hash, !keepFiles).catch(() => undefined);
+    await this.removeTagged(id, dir, !keepFiles).catch(() => undefined);
+    if (typeof args.hash === 'string' && args.hash) {
+      const byHash = await this.call(`api/v2/torrents/info?hashes=${encodeURIComponent(args.hash)}`).then((t) => JSON.parse(t) as TorrentInfo[], () => []);
+      await this.removeTorrents(byHash, !keepFiles, dir).catch(() => undefined);
+    }
   }
 }

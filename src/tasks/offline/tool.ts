@@ -29,14 +29,20 @@ export interface OfflineTool {
   download(job: DownloadJob): Promise<void>;
   /** After transfers were started: seeding wait and removal from the tool (qBittorrent). */
   afterComplete?(job: DownloadJob, setStatus: (s: string) => void): Promise<void>;
+  /**
+   * Adding the link again over the files an earlier run left resumes from them (qBittorrent checks
+   * them first): a retry keeps the task folder and the earlier run's files.
+   */
+  readonly rechecks?: boolean;
   /** The tool follows http(s) redirects itself: the task resolves them first, through the SSRF guard. */
   readonly followsRedirects?: boolean;
   /**
-   * Best effort: drop the task's job (and its files) from the tool: before every run (downloads
-   * never resume, so a handle in args is stale) and when the task will not run again. keepFiles:
-   * the download had completed and started transfers, which still read its files.
+   * Best effort: drop the task's job (and its files) from the tool: before every run (a handle in
+   * args is stale) and when the task will not run again. keepFiles: the download had completed and
+   * started transfers, which still read its files, or a tool that `rechecks` is about to run again.
+   * dir: the task's temp folder; no file outside it is deleted.
    */
-  forget?(taskId: string, args: Record<string, unknown>, keepFiles?: boolean): Promise<void>;
+  forget?(taskId: string, args: Record<string, unknown>, keepFiles?: boolean, dir?: string): Promise<void>;
 }
 
 /** The longest delay setTimeout takes: a longer one (or 2^31 ms and up) fires at once, with a warning. */
