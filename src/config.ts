@@ -7,7 +7,7 @@
  * message names the key, where the value came from and why (one line, no stack), and then no data
  * dir, config file, admin or password exists yet.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { resolve, join } from 'node:path';
@@ -256,6 +256,31 @@ function errnoText(e: unknown): string {
   return (err.code && why[err.code]) ?? err.message;
 }
 
+/**
+ * temp_dir (empty: DATA/temp) is created when first needed, but one that exists must be a folder:
+ * a file there stopped the start half-way (after the admin was created) with a bare ENOTDIR line.
+ */
+async function checkTempDir(tempDir: string, source: string): Promise<void> {
+  if (!tempDir) return;
+  const path = resolve(tempDir);
+  const st = await stat(path).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return undefined;
+    throw refuse('temp_dir', source, `${path}: ${errnoText(e)}`);
+  });
+  if (st && !st.isDirectory()) throw refuse('temp_dir', source, `${path} exists and is not a directory`);
+}
+
+/**
+ * The folder this instance spools task data in. A temp_dir given in the config may be shared (one
+ * /var/tmp for several instances), and each start sweeps its spool: a subfolder per data dir (the
+ * same one after a restart, so a crash's leftovers are still swept) keeps one instance's start from
+ * wiping another's uploads. Two servers never share a data dir (store/owner.ts).
+ */
+export function taskTempDir(cfg: Pick<Config, 'dataDir' | 'temp_dir'>): string {
+  if (!cfg.temp_dir) return join(cfg.dataDir, 'temp');
+  return join(resolve(cfg.temp_dir), `treegate-${createHash('sha256').update(cfg.dataDir).digest('hex').slice(0, 16)}`);
+}
+
 /** Read the config file: undefined when missing; a ConfigError naming the path for anything else. */
 async function readConfigFile(file: string, source: string): Promise<string | undefined> {
   try {
@@ -306,6 +331,7 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     sources.set(key, name);
   }
   validate(merged as unknown as FileConfig, sources);
+  await checkTempDir((merged as unknown as FileConfig).temp_dir, sources.get('temp_dir') ?? 'built-in default');
 
   // Only now, with every value accepted, is anything created.
   let step = 'create it';

@@ -3,10 +3,10 @@
  * The only module in src/ that knows the protocol adapters exist.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
-import { loadConfig, type ConfigFlags } from './config.js';
+import { loadConfig, taskTempDir, type ConfigFlags } from './config.js';
 import { memTrimmer } from './mem-trim.js';
 import { closeQueuedOnHangUp } from './queued-close.js';
 import { createLogger } from './log.js';
@@ -117,7 +117,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const settings = await Settings.load(store, VERSION);
   const vfsCore = createVfsCore({ store, log, dataDir: config.dataDir });
   const tasks = await Tasks.start({
-    store, accounts, settings, vfs: vfsCore.vfs, log, tempDir: config.temp_dir ? config.temp_dir : join(config.dataDir, 'temp'),
+    store, accounts, settings, vfs: vfsCore.vfs, log, tempDir: taskTempDir(config),
   });
   const search = new SearchService({ dataDir: config.dataDir, settings, vfs: vfsCore.vfs, mounts: vfsCore.mounts, rules: vfsCore.rules, log });
   const core: Core = { ...vfsCore, version: VERSION, config, log, store, accounts, tokens, settings, tasks, search };
@@ -133,6 +133,10 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const answering = new Set<ServerResponse>();
   const closeQueued = closeQueuedOnHangUp();
   const transferEnded = memTrimmer();
+  /** Open connections, for the stop: see close. */
+  const sockets = new Set<Socket>();
+  /** Set once a graceful stop has begun. */
+  let closing: Promise<void> | undefined;
   const app = await buildRestApp(core, {
     serverFactory: (handler) => {
       const dispatch = (req: IncomingMessage, res: ServerResponse) => {
@@ -147,6 +151,9 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
           untrack();
           unqueue();
           answering.delete(res);
+          // An answer that was under way when a stop began (its keep-alive promised in headers
+          // already sent) leaves its connection idle: closed now, not at its keep-alive timeout.
+          if (closing) (app.server as Server).closeIdleConnections();
           transferEnded(moved() - movedBefore); // a big upload's freed buffers go back (mem-trim.ts)
         });
         if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
@@ -156,7 +163,10 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
         if (handleCors(config.cors, req, res)) return;
         return dav && isDav(req) ? dav.handle(req, res) : handler(req, res);
       };
-      const server = createServer(dispatch).on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+      const server = createServer(dispatch).on('connection', (socket: Socket) => {
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+      }).on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
         continueOnRead(req, res);
         return dispatch(req, res);
       });
@@ -212,7 +222,6 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   );
   log.flush(); // whoever started us waits for this line
 
-  let closing: Promise<void> | undefined;
   const close = () =>
     (closing ??= (async () => {
       const server = app.server as Server;
@@ -221,6 +230,10 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       // A keep-alive connection whose answer is under way ends with it (Connection: close): left
       // open, it held the stop until its keep-alive timeout. Idle ones app.close() ends at once.
       for (const res of answering) if (!res.headersSent) res.shouldKeepAlive = false;
+      // A connection that never sent a byte (a browser's preconnect, a client pool's spare) has no
+      // request to finish, but Node counts it as active until its headers timeout, not as idle:
+      // closeIdleConnections() left it, and it held every stop for the whole DRAIN_MS.
+      for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
       await Promise.allSettled([app.close(), sftp?.close(), dav?.close()]);
       clearTimeout(force);
       // Uploads the listeners cut off fail like any aborted upload and their drivers remove what

@@ -7,11 +7,12 @@
  * Generating RSA-3072 takes 1-3 s here, so on a first start it runs in the background: the server
  * listens with ed25519 at once and adds RSA when it is ready (see server.ts).
  */
-import { access, chmod, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { access, chmod, mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Logger } from 'pino';
 import ssh2 from 'ssh2';
+import { isAlive } from '../../src/store/owner.js';
 
 const { utils } = ssh2;
 
@@ -93,12 +94,24 @@ export interface HostKeys {
   complete?: Promise<Buffer[]>;
 }
 
+/**
+ * Remove the temp files (a private key each) a process killed mid-write left: writePrivate only
+ * clears its own pid's. Only `<key file>.tmp-<pid>` of a dead pid.
+ */
+async function sweepTemp(dir: string): Promise<void> {
+  for (const n of await readdir(dir)) {
+    const m = /^(.+)\.tmp-(\d+)$/.exec(n);
+    if (m && SPECS.some((s) => s.file === m[1]) && Number(m[2]) !== process.pid && !isAlive(Number(m[2]))) await rm(join(dir, n), { force: true });
+  }
+}
+
 const exists = (path: string) => access(path).then(() => true, () => false);
 
 /** The host private keys (OpenSSH format), generated on first use. */
 export async function loadHostKeys(dataDir: string, log: Logger, signal?: AbortSignal): Promise<HostKeys> {
   const dir = join(dataDir, 'ssh');
   await mkdir(dir, { recursive: true, mode: 0o700 });
+  await sweepTemp(dir);
   const initial: Buffer[] = [];
   const pending: KeySpec[] = [];
   for (const spec of SPECS) {

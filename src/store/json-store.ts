@@ -16,7 +16,7 @@ import type { Journal } from './journal.js';
 import { KvJournal } from './kv-journal.js';
 import { TaskJournal } from './task-journal.js';
 import { migrate, validate, SCHEMA_VERSION, emptyData, type StoreData } from './schema.js';
-import { claimOwner, isAlive, REQUEST_RE, resultName } from './owner.js';
+import { claimOwner, isAlive, OWNER_FILE, REQUEST_RE, resultName } from './owner.js';
 import type { KvRepo, Repo, RevocationRepo, SettingRepo, Store, TaskRepo } from './store.js';
 
 type Collection = 'users' | 'sshKeys' | 'metas' | 'storages';
@@ -30,6 +30,14 @@ const UNIQUE: Record<Collection, Unique[]> = {
 };
 
 const clone = <T>(v: T): T => structuredClone(v);
+
+/** A temp file written before a rename onto `<name>`: `<name>.<pid>.<n or uuid>.tmp`. */
+const TEMP_NAME = /^(.+)\.(\d+)\.[^.]+\.tmp$/;
+/** The CLI's requests and the server's answers (owner.ts). */
+const CONTROL_NAME = /^control-[0-9a-f-]{36}\.(request|result)$/;
+/** An owner marker set aside to be checked (owner.ts removeStale). */
+const STALE_MARKER = /^server\.pid\.[0-9a-f-]{36}\.stale$/;
+const STALE_MARKER_AGE_MS = 60_000;
 
 /** The journals' file names, beside the store file (journal.ts): tasks, and the key-value data. */
 export const TASKS_FILE = 'tasks.jsonl';
@@ -245,18 +253,29 @@ export class JsonStore implements Store {
   }
 
   /**
-   * Remove temp files a killed writer left. Only those of dead processes: the name carries the
-   * writer's pid, and a live writer's temp file is a write in flight (`store.json.<pid>.<n>.tmp`).
+   * Remove temp files a killed writer left in DATA. Only those of dead processes: the name carries the
+   * writer's pid, and a live writer's temp file is a write in flight (`<file>.<pid>.<n|uuid>.tmp`,
+   * atomic-file.ts, journal.ts, owner.ts). Every file written that way in DATA is covered, not only
+   * the store's: a kill -9 during a first start's config.json, a claim's server.pid or a CLI
+   * request's (or the server's answer's) write left one that nothing ever removed. Only these names.
    */
   private async sweepTempFiles(): Promise<void> {
     const dir = dirname(this.file);
     const names = await readdir(dir).catch(() => [] as string[]);
+    const own = new Set([basename(this.file), TASKS_FILE, KV_FILE, OWNER_FILE, 'config.json']);
     const stale = names.filter((n) => {
-      const prefix = [basename(this.file) + '.', TASKS_FILE + '.', KV_FILE + '.'].find((p) => n.startsWith(p));
-      if (!prefix || !n.endsWith('.tmp')) return false;
-      const pid = Number(n.slice(prefix.length).split('.')[0]);
+      const m = TEMP_NAME.exec(n);
+      if (!m || !(own.has(m[1]!) || CONTROL_NAME.test(m[1]!))) return false;
+      const pid = Number(m[2]);
       return pid !== process.pid && !isAlive(pid);
     });
+    // A stale owner marker set aside (owner.ts removeStale) is removed there at once; one a kill left
+    // has no pid to check, so only an old one goes (a claim under way holds its own for a moment).
+    const now = Date.now();
+    for (const n of names.filter((n) => STALE_MARKER.test(n))) {
+      const st = await lstat(join(dir, n)).catch(() => undefined);
+      if (st && now - st.mtimeMs > STALE_MARKER_AGE_MS) stale.push(n);
+    }
     await Promise.all(stale.map((n) => rm(join(dir, n), { force: true })));
   }
 

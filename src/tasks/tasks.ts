@@ -22,7 +22,7 @@ export interface TasksOptions {
   settings: Settings;
   vfs: VfsApi;
   log: Logger;
-  /** Host folder for temp files (config temp_dir, else DATA/temp). */
+  /** Host folder for temp files (DATA/temp, or a subfolder of config temp_dir: taskTempDir in config.ts). */
   tempDir: string;
   workers?: TaskManagerOptions['workers'];
   /** How often aria2 / qBittorrent are polled. */
