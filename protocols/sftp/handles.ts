@@ -47,7 +47,8 @@ export class HandleTable {
   private nextHandle = 1;
   /** OPEN/OPENDIR requests under way: clients pipeline them, so MAX_HANDLES counts these too. */
   private opening = 0;
-  private readonly uploadsClosing = new Set<Promise<unknown>>();
+  /** Uploads whose CLOSE is being carried out, and their handles. */
+  private readonly uploadsClosing = new Map<Promise<unknown>, WriteHandle>();
   private readonly uid: number;
 
   /**
@@ -72,8 +73,17 @@ export class HandleTable {
   }
 
   /** Uploads whose CLOSE is being carried out (SftpSession.teardown waits for them). */
-  get closing(): ReadonlySet<Promise<unknown>> {
+  get closing(): ReadonlyMap<Promise<unknown>, WriteHandle> {
     return this.uploadsClosing;
+  }
+
+  /**
+   * Wait until this session's uploads landing under the name `path` (CLOSE under way) are done:
+   * FUSE sends the CLOSE of a file unlinked while open and the REMOVE of its .fuse_hidden name
+   * without waiting in between, and that REMOVE found nothing yet, leaving the file behind.
+   */
+  async landed(path: string): Promise<void> {
+    await Promise.allSettled([...this.uploadsClosing].filter(([, h]) => h.name === path).map(([landing]) => landing));
   }
 
   get(id: Buffer): Handle {
@@ -82,10 +92,10 @@ export class HandleTable {
     return h;
   }
 
-  /** The write handle this session has open on `path` (the latest one), if any. */
+  /** The write handle this session has open under the name `path` (the latest one), if any. */
   writerOf(path: string): WriteHandle | undefined {
     let found: WriteHandle | undefined;
-    for (const h of this.handles.values()) if (h.kind === 'write' && h.path === path) found = h;
+    for (const h of this.handles.values()) if (h.kind === 'write' && h.name === path && !h.unlinked) found = h;
     return found;
   }
 
@@ -112,7 +122,7 @@ export class HandleTable {
     if (hd.kind === 'read') hd.close();
     else if (hd.kind === 'write') {
       const landing = hd.close();
-      this.uploadsClosing.add(landing);
+      this.uploadsClosing.set(landing, hd);
       try {
         await landing;
       } finally {

@@ -233,6 +233,9 @@ export class SftpSession {
     s.on('REMOVE', (id: number, p: string) =>
       this.run(id, async () => {
         const path = clientPath(p);
+        const w = namesFolder(p) ? undefined : this.handles.writerOf(path);
+        if (w) return this.removeWriting(id, w, path);
+        await this.handles.landed(path);
         if ((await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('IS_A_DIR', 'is a directory, use rmdir');
         if (namesFolder(p)) throw new VfsError('NOT_A_DIR', 'not a directory'); // unlink(2) of file/: ENOTDIR
         await this.vfs.remove(this.ctx, path);
@@ -294,12 +297,39 @@ export class SftpSession {
     if (slashed && !(await this.vfs.stat(this.ctx, path)).isDir) throw new VfsError('NOT_A_DIR', 'not a directory');
   }
 
+  /**
+   * REMOVE of a file this session is writing (STAT finds it): unlink(2) of an open file. The upload
+   * lands nothing at CLOSE, and a file it was to replace goes now. It answered NO_SUCH_FILE, and the
+   * file appeared at CLOSE: an app's create-then-unlink scratch file stayed behind.
+   */
+  private async removeWriting(id: number, w: WriteHandle, path: string): Promise<void> {
+    await this.vfs.remove(this.ctx, path).catch((e: unknown) => {
+      if (!isVfsError(e, 'NOT_FOUND')) throw e;
+    });
+    w.unlinked = true;
+    this.ok(id);
+  }
+
   /** RENAME (overwrite: false) and posix-rename (overwrite: true); `x/` on either side needs a folder. */
   private async rename(from: string, to: string, overwrite: boolean): Promise<void> {
     const src = clientPath(from);
+    const w = namesFolder(from) || namesFolder(to) ? undefined : this.handles.writerOf(src);
+    if (w && posix.dirname(clientPath(to)) === posix.dirname(src)) return this.renameWriting(w, clientPath(to), overwrite);
     await this.folderIf(namesFolder(from) || namesFolder(to), src);
     await undecodedName(this.vfs, this.ctx, clientPath(to));
     await this.vfs.moveTo(this.ctx, src, clientPath(to), { overwrite });
+  }
+
+  /**
+   * RENAME within its folder of a file this session is writing (FUSE renames a file unlinked while
+   * open to .fuse_hidden…, then removes that name): the handle takes the new name and CLOSE moves the
+   * landed file there. It answered NO_SUCH_FILE (nothing has landed yet), so the unlink failed and
+   * the file stayed. The move's permission is only checked at CLOSE (there is no file to check yet).
+   */
+  private async renameWriting(w: WriteHandle, to: string, overwrite: boolean): Promise<void> {
+    await undecodedName(this.vfs, this.ctx, to);
+    if (!overwrite && (this.handles.writerOf(to) || (await statOrUndefined(this.vfs, this.ctx, to)))) throw new VfsError('EXISTS', 'file exists');
+    w.name = to;
   }
 
   private async fstat(h: Handle): Promise<Attributes> {
@@ -361,7 +391,7 @@ export class SftpSession {
     if (abortCloses || this.handles.closing.size === 0) return this.d.abort.abort();
     const stop = setTimeout(() => this.d.abort.abort(), EOF_DRAIN_MS);
     stop.unref();
-    void Promise.allSettled([...this.handles.closing]).then(() => {
+    void Promise.allSettled([...this.handles.closing.keys()]).then(() => {
       clearTimeout(stop);
       this.d.abort.abort();
     });
