@@ -54,8 +54,10 @@ const ODD_NAMES = [
 describe.each(['SFTP', 'WebDav', 'FTP'] as const)('%s: upload temp files', (driver) => {
   it('a name an upload uses while it runs (or left behind by a remote that went away) is not listed', async () => {
     const dir = `/${driver.toLowerCase()}/temps`;
-    ok(await putFile(ts, admin, `${dir}/.left.bin.tg-ab12cd34.tmp`, 'left by a cut upload'));
     ok(await putFile(ts, admin, `${dir}/kept.bin`, 'kept'));
+    // Put there on the remote itself: treegate refuses to create an entry under such a name.
+    const host = { SFTP: remote.sshd.dataDir, WebDav: remote.dav.dataDir, FTP: remote.ftpd.dataDir }[driver];
+    await writeFile(join(host, 'temps', '.left.bin.tg-ab12cd34.tmp'), 'left by a cut upload');
     expect(await listNames(dir)).toEqual(['kept.bin']);
   });
 });

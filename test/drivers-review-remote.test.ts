@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { chown, mkdir, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
@@ -148,8 +149,11 @@ describe('SFTP: copying a folder streams every file through treegate', () => {
     await mkdir(join(remote.sshd.dataDir, 'cpdst'));
     await writeFile(join(src, 'a.txt'), 'a');
     await writeFile(join(src, 'b.txt'), 'b');
-    await symlink(join(src, 'gone'), join(src, 'z', 'dangling')); // fails the copy when it is reached
-    const r = await fsCall('copy', { src_dir: '/sftp/cpsrc', dst_dir: '/sftp/cpdst', names: ['tree'] });
+    // A socket cannot be opened for reading (ENXIO): it fails the copy when it is reached. (A dangling
+    // symlink no longer does: a link in a copied folder is copied as a link.)
+    const sock = createServer();
+    await new Promise<void>((r) => sock.listen(join(src, 'z', 'socket'), r));
+    const r = await fsCall('copy', { src_dir: '/sftp/cpsrc', dst_dir: '/sftp/cpdst', names: ['tree'] }).finally(() => new Promise((res) => sock.close(res)));
     expect(r.code).toBe(500);
     expect(await listNames('/sftp/cpdst')).toEqual([]);
   });

@@ -2,9 +2,9 @@ import { posix } from 'node:path';
 import { PassThrough, pipeline, Writable, type Readable } from 'node:stream';
 import { FileType, FTPError, type Client, type FileInfo } from 'basic-ftp';
 import { VfsError } from '../../src/errors.js';
-import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import { basename, isWithin, join, segments } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
-import { counter, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
+import { counter, creatableName, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
 import type { FtpOptions } from './index.js';
 import { parseListDate } from './list-date.js';
 import { encodableName, ftpError, FtpSession, nodeEncoding, parseAddress } from './session.js';
@@ -68,7 +68,7 @@ export class FtpDriver implements Driver {
     // FTP commands are lines: basic-ftp refuses a path with CR or LF, which failed as a lost
     // connection (UPSTREAM, 500) instead of a name the storage cannot hold.
     if (/[\r\n]/.test(name)) throw new VfsError('INVALID', `name ${JSON.stringify(name)} cannot be sent over FTP (line break)`);
-    return encodableName(validateName(name), this.encoding);
+    return encodableName(creatableName(name), this.encoding);
   }
 
   private remote(path: string): string {

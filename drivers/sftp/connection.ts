@@ -109,6 +109,8 @@ function connectError(e: unknown, p: SshParams): VfsError {
 export class SftpConnection {
   private live?: Promise<Live>;
   private closed = false;
+  /** Aborted by end(): stops a dial under way. */
+  private readonly dialing = new AbortController();
   /** Temporary files an upload could not remove because its connection died: removed on the next one. */
   private readonly orphans = new Set<string>();
   /** Deadline of one SFTP request (tests shorten it). */
@@ -174,11 +176,15 @@ export class SftpConnection {
     });
   }
 
-  /** The shared channel, dialling when there is none. */
+  /**
+   * The shared channel, dialling when there is none. The dial is everyone's: it stops only when the
+   * storage is dropped (or at readyTimeout), and `signal` ends just this caller's wait. Dialling with
+   * the first caller's signal failed every other caller waiting for it when that one gave up.
+   */
   get(signal?: AbortSignal): Promise<Live> {
     if (this.closed) return Promise.reject(new VfsError('STORAGE_UNAVAILABLE', 'sftp storage dropped'));
     if (!this.live) {
-      const attempt = this.dial(signal);
+      const attempt = this.dial(this.dialing.signal);
       this.live = attempt;
       attempt.then((live) => {
         live.whenDead((e) => {
@@ -188,7 +194,17 @@ export class SftpConnection {
         this.removeOrphans(live);
       }, () => { if (this.live === attempt) this.live = undefined; });
     }
-    return this.live;
+    return signal ? this.waitFor(this.live, signal) : this.live;
+  }
+
+  private waitFor(live: Promise<Live>, signal: AbortSignal): Promise<Live> {
+    const aborted = () => new VfsError('UPSTREAM', `sftp: connecting to ${this.params.host}:${this.params.port} was aborted`, { cause: signal.reason });
+    if (signal.aborted) return Promise.reject(aborted());
+    return new Promise<Live>((resolve, reject) => {
+      const onAbort = () => reject(aborted());
+      signal.addEventListener('abort', onAbort, { once: true });
+      live.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
   }
 
   /** Best effort, in the background: temporary files left by uploads cut off with their connection. */
@@ -225,6 +241,7 @@ export class SftpConnection {
 
   async end(): Promise<void> {
     this.closed = true;
+    this.dialing.abort(); // a dial under way stops now, not at readyTimeout
     const live = this.live;
     this.live = undefined;
     if (live) (await live.catch(() => undefined))?.client.end();

@@ -3,9 +3,9 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Attributes, SFTPWrapper, Stats } from 'ssh2';
 import { VfsError } from '../../src/errors.js';
-import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
+import { basename, isWithin, join, segments } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
-import { abortError, counter, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
+import { abortError, counter, destroyOnAbort, isTempName, tempName, creatableName } from '../util/streams.js';
 import { call, deadReason, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
 import type { SftpOptions } from './index.js';
 
@@ -183,7 +183,7 @@ export class SftpDriver implements Driver {
 
   async mkdir(parent: Obj, name: string, args: CallArgs): Promise<Obj> {
     if (!parent.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path });
-    const path = join(parent.path, validateName(name));
+    const path = join(parent.path, creatableName(name));
     try {
       await this.write(path, (s) => call(s, (cb) => s.mkdir(this.remote(path), cb)), args.signal);
     } catch (e) {
@@ -210,7 +210,7 @@ export class SftpDriver implements Driver {
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
     if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
-    const path = join(dstDir.path, validateName(args.name));
+    const path = join(dstDir.path, creatableName(args.name));
     if ((await this.tryStat(path, args.signal))?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path });
     const tmp = join(dstDir.path, tempName(args.name));
     await this.write(path, async (s) => {
@@ -266,7 +266,7 @@ export class SftpDriver implements Driver {
   }
 
   rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
-    return this.moveTo(obj, join(segments(obj.path).slice(0, -1).join('/'), validateName(newName)), args.signal);
+    return this.moveTo(obj, join(segments(obj.path).slice(0, -1).join('/'), creatableName(newName)), args.signal);
   }
 
   async move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
@@ -301,7 +301,32 @@ export class SftpDriver implements Driver {
       return;
     }
     const made = await this.mkdir(dstDir, src.name, { signal });
-    for (const child of await this.list(src, { signal })) await this.copyTree(child, made, signal);
+    // READDIR itself, not list(): list follows links, so a link to a folder outside the root was
+    // copied as that folder's content, and a link to its own folder looped until ELOOP.
+    const remote = this.remote(src.path);
+    const entries = await this.read(src.path, (s) => call<Array<{ filename: string; attrs: Stats }>>(s, (cb) => s.readdir(remote, cb as never)), signal);
+    for (const { filename, attrs } of entries.sort((a, b) => Buffer.compare(Buffer.from(a.filename), Buffer.from(b.filename)))) {
+      if (filename === '.' || filename === '..' || isTempName(filename)) continue;
+      const child = join(src.path, filename);
+      if (attrs.isSymbolicLink()) await this.copyLink(child, join(made.path, filename), signal);
+      else await this.copyTree(this.obj(child, attrs, attrs.isDirectory()), made, signal);
+    }
+  }
+
+  /**
+   * A link inside a copied folder is copied as the link itself, its target text unchanged (as the
+   * Local driver's cp with verbatimSymlinks). A server that refuses to make it: skipped, and logged.
+   */
+  private async copyLink(from: string, to: string, signal?: AbortSignal): Promise<void> {
+    await this.write(to, async (s) => {
+      try {
+        const target = await call<string>(s, (cb) => s.readlink(this.remote(from), cb));
+        await call(s, (cb) => s.symlink(target, this.remote(to), cb));
+      } catch (e) {
+        if (sftpStatus(e) === undefined) throw e; // not the server's answer: the connection failed
+        this.ctx.log.warn({ err: e, path: from }, 'sftp: a symlink in a copied folder was not copied (the server refused it)');
+      }
+    }, signal);
   }
 
   async remove(obj: Obj, args: RemoveArgs): Promise<void> {

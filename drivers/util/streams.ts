@@ -3,8 +3,9 @@
  * makes a short or long upload fail instead of storing a truncated file), and tying a stream's
  * life to an AbortSignal.
  */
-import { Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
+import { validateName } from '../../src/paths.js';
 
 export interface Counter extends Transform {
   readonly bytes: number;
@@ -51,19 +52,27 @@ export function destroyOnAbort(stream: Readable | Transform, signal?: AbortSigna
   return off;
 }
 
-/** Keep only bytes [start, end] (inclusive) of a stream that begins at byte `offset`. */
-export function slice(offset: number, start: number, end?: number): Transform {
-  let pos = offset;
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
+/**
+ * Bytes [start, end] (inclusive) of `src`, a stream that begins at byte `offset`. `src` is destroyed
+ * once `end` is passed (and when the result is): a Transform kept reading the rest of a whole file
+ * only to drop it, so a range of a few bytes pulled every byte of the file from the server.
+ */
+export function slice(src: Readable, offset: number, start: number, end?: number): Readable {
+  async function* cut(): AsyncGenerator<Buffer> {
+    let pos = offset;
+    for await (const chunk of src as AsyncIterable<Buffer>) {
       const from = Math.max(0, start - pos);
       const to = end === undefined ? chunk.length : Math.min(chunk.length, end + 1 - pos);
       pos += chunk.length;
-      if (to > from) this.push(chunk.subarray(from, to));
-      if (end !== undefined && pos > end) this.push(null);
-      cb();
-    },
-  });
+      if (to > from) yield chunk.subarray(from, to);
+      if (end !== undefined && pos > end) return; // leaving the loop destroys `src`
+    }
+  }
+  const out = Readable.from(cut(), { objectMode: false });
+  // A generator waiting for a chunk of a stalled `src` only ends when that chunk comes: a reader
+  // that goes away must let go of the source at once.
+  out.once('close', () => src.destroy());
+  return out;
 }
 
 /** The longest prefix of `s` that is at most `max` bytes in UTF-8, never splitting a character. */
@@ -95,4 +104,13 @@ const TEMP_NAME = /^\..*\.tg-[0-9a-z]{1,8}\.tmp$/s;
  */
 export function isTempName(name: string): boolean {
   return TEMP_NAME.test(name);
+}
+
+/**
+ * A valid name a driver may create: one of tempName's form is left out of listings, so an entry
+ * made under it was reported created and never shown (the Local driver refuses its own likewise).
+ */
+export function creatableName(name: string): string {
+  if (isTempName(validateName(name))) throw new VfsError('INVALID', `${name} is a reserved name`);
+  return name;
 }

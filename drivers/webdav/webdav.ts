@@ -1,8 +1,8 @@
 import { pipeline, type Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
-import { basename, isRootPath, isWithin, join, segments, validateName } from '../../src/paths.js';
+import { basename, isRootPath, isWithin, join, segments } from '../../src/paths.js';
 import { INSTANCE_HEADER, type ByteRange, type CallArgs, type Driver, type DriverContext, type Link, type Obj, type PutArgs, type RemoveArgs } from '../types.js';
-import { abortError, counter, destroyOnAbort, slice, isTempName, tempName } from '../util/streams.js';
+import { abortError, counter, destroyOnAbort, slice, isTempName, tempName, creatableName } from '../util/streams.js';
 import { basicAuth, DavHttp, text, type DavResponse } from './http.js';
 import type { WebDavOptions } from './index.js';
 import { parseMultistatus, PROPFIND_BODY, type DavEntry } from './propfind.js';
@@ -124,14 +124,12 @@ export class WebDavDriver implements Driver {
     destroyOnAbort(res.body, signal);
     if (!range || res.status === 206) return res.body;
     // The server ignored Range and sent the whole file: cut the span out here.
-    const cut = slice(0, range.start, range.end);
-    pipeline(res.body, cut, () => undefined);
-    return cut;
+    return slice(res.body, 0, range.start, range.end);
   }
 
   async mkdir(parent: Obj, name: string, args: CallArgs): Promise<Obj> {
     if (!parent.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent.path });
-    const path = join(parent.path, validateName(name));
+    const path = join(parent.path, creatableName(name));
     // Some servers (rclone) answer MKCOL on an existing folder with success: ask first.
     if (await this.tryGet(path, args.signal)) throw new VfsError('EXISTS', undefined, { path });
     const res = await this.http.request('MKCOL', this.url(path, true), { signal: args.signal });
@@ -166,7 +164,7 @@ export class WebDavDriver implements Driver {
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
     if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
-    const path = join(dstDir.path, validateName(args.name));
+    const path = join(dstDir.path, creatableName(args.name));
     if ((await this.tryGet(path, args.signal))?.isDir) throw new VfsError('IS_A_DIR', undefined, { path });
     const tmp = join(dstDir.path, tempName(args.name));
     const count = counter(args.size, args.onProgress);
@@ -208,7 +206,7 @@ export class WebDavDriver implements Driver {
   }
 
   rename(obj: Obj, newName: string, args: CallArgs): Promise<Obj> {
-    return this.transfer('MOVE', obj, join(segments(obj.path).slice(0, -1).join('/'), validateName(newName)), args.signal);
+    return this.transfer('MOVE', obj, join(segments(obj.path).slice(0, -1).join('/'), creatableName(newName)), args.signal);
   }
 
   move(obj: Obj, dstDir: Obj, args: CallArgs): Promise<Obj> {
