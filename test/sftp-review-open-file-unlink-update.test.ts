@@ -8,22 +8,15 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { statusCode, withSsh2Sftp } from './clients/sftp.js';
+import { closeHandle as close, promised as p, statusCode, withSsh2Sftp, writeAt as write } from './clients/sftp.js';
 import { smallDisk } from './small-disk.js';
 
 type Sftp = ssh2.SFTPWrapper;
-type Cb<T> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
-const p = <T>(call: (cb: Cb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));
 const { STATUS_CODE } = ssh2.utils.sftp;
 
 let s: TestServer;
 const storage = (...parts: string[]) => join(s.dataDir, 'storage', ...parts);
 const asAdmin = () => ({ port: s.sftpPort, username: 'admin', password: ADMIN_PASSWORD });
-const write = (sftp: Sftp, h: Buffer, off: number, data: string | Buffer) => {
-  const b = Buffer.from(data);
-  return p<void>((cb) => sftp.write(h, b, 0, b.length, off, (e) => cb(e, undefined)));
-};
-const close = (sftp: Sftp, h: Buffer) => p<void>((cb) => sftp.close(h, (e) => cb(e, undefined)));
 /** Upload temp files left in the storage root or DATA/tmp. */
 const leftovers = async () => [...(await readdir(storage())).filter((n) => n.startsWith('.treegate')), ...(await readdir(join(s.dataDir, 'tmp')))];
 

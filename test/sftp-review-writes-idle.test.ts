@@ -11,21 +11,14 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { withSsh2Sftp } from './clients/sftp.js';
+import { closeHandle as close, promised as p, withSsh2Sftp, writeAt as write } from './clients/sftp.js';
 
 type Sftp = ssh2.SFTPWrapper;
-type Cb<T> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
-const p = <T>(call: (cb: Cb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));
 
 let s: TestServer;
 const storage = (...parts: string[]) => join(s.dataDir, 'storage', ...parts);
 const asAdmin = () => ({ port: s.sftpPort, username: 'admin', password: ADMIN_PASSWORD });
 
-const write = (sftp: Sftp, h: Buffer, off: number, data: string | Buffer) => {
-  const b = Buffer.from(data);
-  return p<void>((cb) => sftp.write(h, b, 0, b.length, off, (e) => cb(e, undefined)));
-};
-const close = (sftp: Sftp, h: Buffer) => p<void>((cb) => sftp.close(h, (e) => cb(e, undefined)));
 
 beforeAll(async () => {
   s = await startTestServer();

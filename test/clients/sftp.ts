@@ -148,6 +148,20 @@ export async function withSsh2Sftp<T>(
   }
 }
 
+type SftpCb<T> = (err: (Error & { code?: number }) | null | undefined, v: T) => void;
+
+/** An ssh2 SFTP call as a promise (rejects with the SFTP status error). */
+export const promised = <T>(call: (cb: SftpCb<T>) => void) => new Promise<T>((res, rej) => call((e, v) => (e ? rej(e) : res(v))));
+
+/** WRITE `data` at `off` through an open handle. */
+export function writeAt(sftp: import('ssh2').SFTPWrapper, h: Buffer, off: number, data: string | Buffer): Promise<void> {
+  const b = Buffer.from(data);
+  return promised<void>((cb) => sftp.write(h, b, 0, b.length, off, (e) => cb(e, undefined)));
+}
+
+/** CLOSE a handle. */
+export const closeHandle = (sftp: import('ssh2').SFTPWrapper, h: Buffer) => promised<void>((cb) => sftp.close(h, (e) => cb(e, undefined)));
+
 /** The SFTP status code a failing call answered (undefined on success). */
 export function statusCode(call: (cb: (err: (Error & { code?: number }) | null | undefined) => void) => void): Promise<number | undefined> {
   return new Promise((resolve) => call((err) => resolve(err ? err.code : undefined)));
