@@ -62,6 +62,22 @@ async function startAria2(): Promise<{ port: number; rpc: <T>(method: string, pa
   return { port, rpc };
 }
 
+/** A server on a data dir of its own; restart() stops it and starts another on the same dir. */
+async function restartable() {
+  const dataDir = await mkdtemp(join(tmpdir(), 'treegate-fixtasks-'));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  const env = { TREEGATE_SFTP_ENABLE: 'false' };
+  let ts: TestServer | undefined = await startTestServer({ dataDir, env });
+  cleanups.push(() => ts?.close());
+  const first = ts;
+  const restart = async () => {
+    await ts!.close();
+    ts = undefined;
+    return (ts = await startTestServer({ dataDir, env }));
+  };
+  return { dataDir, first, restart };
+}
+
 it('a kill -9 while aria2 downloads a metalink: every job it spawned leaves aria2 at the restart', async () => {
   const web = await trickleServer();
   const aria2 = await startAria2();
@@ -105,12 +121,8 @@ it('a transfer being cancelled when the server stops: the restart applies delete
   const payload = randomBytes(20_000);
   const web = await startFileServer({ '/c.bin': payload });
   cleanups.push(() => web.close());
-  const dataDir = await mkdtemp(join(tmpdir(), 'treegate-fixtasks-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const env = { TREEGATE_SFTP_ENABLE: 'false' };
-  let ts = await startTestServer({ dataDir, env });
-  let closed = false;
-  cleanups.push(() => !closed && ts.close());
+  const { dataDir, first, restart } = await restartable();
+  let ts = first;
   const admin = await ts.login();
   ok(await ts.api('/api/admin/setting/save', { token: admin, body: [{ key: 'offline_download_allow_private', value: 'true' }] }));
   // The transfer's put hangs and ignores its signal: the cancel cannot finish before the stop.
@@ -132,11 +144,7 @@ it('a transfer being cancelled when the server stops: the restart applies delete
   expect((await readFile(temp)).equals(payload)).toBe(true);
   ok(await ts.api(`/api/task/offline_download_transfer/cancel?tid=${transfer.id}`, { token: admin, body: {} }));
   await until('the cancel on disk', async () => ((await onDisk(dataDir)).find((t) => t.id === transfer.id)?.state === 3 ? true : undefined));
-  await ts.close();
-  closed = true;
-
-  ts = await startTestServer({ dataDir, env });
-  closed = false;
+  ts = await restart();
   const admin2 = await ts.login();
   expect((await tasksOf(ts, admin2, 'offline_download_transfer', 'done')).map((t) => [t.id, t.state])).toEqual([[transfer.id, 4]]);
   // delete_always: the file goes, as it does when a cancel finishes while the server runs.
@@ -278,12 +286,8 @@ it('a qBittorrent download retried after a failure resumes from the data it had,
 }, 120_000);
 
 it('a task whose work completes as the server stops is succeeded after the restart, not "interrupted"', async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'treegate-fixtasks-'));
-  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
-  const env = { TREEGATE_SFTP_ENABLE: 'false' };
-  let ts = await startTestServer({ dataDir, env });
-  let closed = false;
-  cleanups.push(() => !closed && ts.close());
+  const { dataDir, first, restart } = await restartable();
+  let ts = first;
   const admin = await ts.login();
   // The put lands the file, and returns only once the stop has aborted the task's signal.
   const vfs = ts.running.core.vfs;
@@ -298,11 +302,7 @@ it('a task whose work completes as the server stops is succeeded after the resta
   const r = (await putFile(ts, admin, '/up/z.txt', 'landed', { 'as-task': 'true' })) as { code: number; message: string; data: { task: TaskInfo } };
   ok(r);
   await until('the file landed', async () => (landed ? true : undefined));
-  await ts.close();
-  closed = true;
-
-  ts = await startTestServer({ dataDir, env });
-  closed = false;
+  ts = await restart();
   const admin2 = await ts.login();
   expect(await readFile(join(dataDir, 'storage', 'up', 'z.txt'), 'utf8')).toBe('landed');
   expect((await tasksOf(ts, admin2, 'upload', 'done')).map((t) => [t.id, t.state, t.error])).toEqual([[r.data.task.id, 2, '']]);
