@@ -115,6 +115,17 @@ export class IndexBuilder {
     if (this.running) this.removed.add(vpath);
   }
 
+  /**
+   * Mount paths whose storage was deleted or moved away while a job runs: a listing of it made
+   * before reaches the file after the updater dropped its rows (as for removed paths).
+   */
+  private unmounted = new Set<string>();
+
+  /** The updater reports each storage leaving a mount path; only a running job needs them. */
+  noteUnmounted(vpath: string): void {
+    if (this.running) this.unmounted.add(vpath);
+  }
+
   /** The updater reports each move or copy target; only a running job needs them. */
   noteArrived(vpath: string): void {
     if (this.running) this.arrived.add(vpath);
@@ -135,6 +146,19 @@ export class IndexBuilder {
       } catch (err) {
         if (isVfsError(err, 'NOT_FOUND')) this.store.removeTree(vpath);
       }
+    }
+    // A gone storage's path stats as a virtual folder (or not at all): drop it as the updater did,
+    // unless something real serves it by now (a storage mounted there again, or the folder of the
+    // storage around it, whose rows the job may have listed since).
+    const gone = [...this.unmounted];
+    this.unmounted.clear();
+    for (const vpath of gone) {
+      try {
+        if (!(await this.vfs.stat(indexerContext(), vpath)).virtual) continue;
+      } catch (err) {
+        if (!isVfsError(err, 'NOT_FOUND')) continue;
+      }
+      this.store.removeTreeExcept(vpath, this.scope.mountPaths());
     }
   }
 

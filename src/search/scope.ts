@@ -54,6 +54,11 @@ export class IndexScope {
     return out;
   }
 
+  /** The mount paths of every storage now. */
+  mountPaths(): string[] {
+    return this.mounts.all().map((m) => m.record.mount_path);
+  }
+
   /** Does a storage's content go into the index (also decides which storages are watched). */
   storageIndexed(m: Mount): boolean {
     return !m.record.disable_index;

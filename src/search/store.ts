@@ -139,9 +139,15 @@ export class IndexStore {
     });
   }
 
-  private removeTreeKeeping(vpath: string, keep: readonly string[]): void {
+  /** removeTreeExcept for what lies below `vpath` only: its own row and the folders above stay. */
+  removeBelowExcept(vpath: string, keep: readonly string[]): void {
+    this.tx(() => this.removeTreeKeeping(vpath, keep, false));
+  }
+
+  /** `self` false: the row at `vpath` stays (rows below are removed either way). */
+  private removeTreeKeeping(vpath: string, keep: readonly string[], self = true): void {
     const inner = keep.filter((k) => k !== vpath && isWithin(vpath, k));
-    if (!inner.length) return this.removeTreeNow(vpath);
+    if (!inner.length) return this.removeTreeNow(vpath, self);
     const all = below(vpath);
     const params = [...all.params];
     let sql = `DELETE FROM entries WHERE ${all.sql}`;
@@ -158,8 +164,8 @@ export class IndexStore {
     this.db.prepare(sql).run(...params);
   }
 
-  private removeTreeNow(vpath: string): void {
-    if (segments(vpath).length > 0) this.deleteRow(vpath);
+  private removeTreeNow(vpath: string, self = true): void {
+    if (self && segments(vpath).length > 0) this.deleteRow(vpath);
     const b = below(vpath);
     this.db.prepare(`DELETE FROM entries WHERE ${b.sql}`).run(...b.params);
   }

@@ -100,6 +100,12 @@ export class IndexUpdater {
         return;
       case 'unmounted':
         store.removeTreeExcept(c.vpath, c.mounts);
+        this.builder.noteUnmounted(c.vpath);
+        return;
+      case 'mounted':
+        // Rows of the folder the new storage now covers would answer paths it does not serve (its
+        // own content is indexed when listed); the row of the folder itself stays.
+        store.removeBelowExcept(c.vpath, c.mounts);
         return;
       case 'listed': {
         if (segments(c.vpath).length > 0 && !scope.accepts(c.vpath)) return;
@@ -143,8 +149,11 @@ export class IndexUpdater {
       this.store.upsert([rowOf(entry)]);
     } catch (err) {
       if (this.closed) return;
-      if (isVfsError(err, 'NOT_FOUND') || isVfsError(err, 'NOT_A_DIR')) this.store.removeTree(vpath);
-      else this.log.debug({ err, path: vpath }, 'search index: outside change not applied');
+      if (isVfsError(err, 'NOT_FOUND') || isVfsError(err, 'NOT_A_DIR')) {
+        this.store.removeTree(vpath);
+        // A running build may have listed it before it went (see IndexBuilder.replayRemovals).
+        this.builder.noteRemoved(vpath);
+      } else this.log.debug({ err, path: vpath }, 'search index: outside change not applied');
     }
   }
 

@@ -12,6 +12,9 @@
  *   gone from `vpath`, except what lies under the other storages' mount paths `mounts` (a storage
  *   may be mounted inside another's path). A moved storage's entries are not announced at its new
  *   path (nothing has listed them yet).
+ * - `mounted`: a storage now serves `vpath` (created, or moved there): whatever another storage's
+ *   folder held at `vpath` is no longer served below it, except under the other mount paths `mounts`.
+ *   The new storage's entries are not announced (nothing has listed them yet).
  *
  * Listeners run synchronously inside the VFS call and must be cheap and must not throw (a throwing
  * listener is isolated so that it can never fail the operation that emitted the event).
@@ -23,7 +26,7 @@ export type VfsChange =
   | { kind: 'remove'; vpath: string }
   | { kind: 'move' | 'copy'; vpath: string; to: string; entry: Entry }
   | { kind: 'listed'; vpath: string; entries: readonly Entry[] }
-  | { kind: 'unmounted'; vpath: string; mounts: readonly string[] };
+  | { kind: 'unmounted' | 'mounted'; vpath: string; mounts: readonly string[] };
 
 export type VfsChangeListener = (change: VfsChange) => void;
 

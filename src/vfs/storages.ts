@@ -34,7 +34,7 @@ export class StorageService {
   /** The last change queued for each storage id (see serial). */
   private readonly queues = new Map<number, Promise<unknown>>();
 
-  /** Where a deletion or a mount path change is announced (the VFS's change feed, set by the composition root). */
+  /** Where a creation, deletion or mount path change is announced (the VFS's change feed, set by the composition root). */
   changes?: ChangeFeed;
 
   constructor(private readonly store: Store, private readonly mounts: MountTable, private readonly registry: DriverRegistry) {}
@@ -122,6 +122,7 @@ export class StorageService {
     const rec = this.prepare(input);
     const saved = await this.store.storages.insert({ ...rec, id: input.id || undefined });
     const change = await this.serial(saved.id, () => this.activate(saved));
+    this.mounted(saved.mount_path);
     if (change.error) {
       change.error = new VfsError('STORAGE_UNAVAILABLE', `failed init storage but storage is already created: ${change.error.message}`);
     }
@@ -145,12 +146,20 @@ export class StorageService {
       change = { record: this.live(saved) };
     } else change = await this.activate(saved);
     // Nothing is served at the old mount path any more: mirrors drop it, as after a deletion.
-    if (saved.mount_path !== old.mount_path) this.unmounted(old.mount_path);
+    // Mirrors drop what the folder of another storage held at the new one (it no longer serves there).
+    if (saved.mount_path !== old.mount_path) {
+      this.unmounted(old.mount_path);
+      this.mounted(saved.mount_path);
+    }
     return change;
   }
 
   private unmounted(vpath: string): void {
     this.changes?.emit({ kind: 'unmounted', vpath, mounts: this.mounts.all().map((m) => m.record.mount_path) });
+  }
+
+  private mounted(vpath: string): void {
+    this.changes?.emit({ kind: 'mounted', vpath, mounts: this.mounts.all().map((m) => m.record.mount_path) });
   }
 
   delete(id: number): Promise<void> {
