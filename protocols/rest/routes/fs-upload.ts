@@ -8,7 +8,7 @@
  * carries the upload task in its initial state (state 0, `uploading`, progress 0, spec §3) and a
  * worker puts the file; the task is listed under /api/task/upload.
  */
-import type { PassThrough, Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import Busboy from 'busboy';
 import type { AccessContext } from '../../../src/auth/principal.js';
@@ -116,6 +116,9 @@ async function putBody(core: Core, ctx: AccessContext, h: UploadHeaders, body: R
     if (isVfsError(e, 'NOT_SUPPORTED')) {
       throw form ? new ApiError(405, "Current storage doesn't support upload") : new ApiError(500, 'upload not supported');
     }
+    // AList refuses Overwrite: false when anything is at the path (fs.Get), a folder too; the VFS
+    // says IS_A_DIR for a folder there, which answered 500 `not a file` (As-Task: 403 already).
+    if (!h.overwrite && isVfsError(e, 'IS_A_DIR')) throw new ApiError(403, 'file exists');
     throw e;
   }
 }
@@ -124,6 +127,10 @@ async function putBody(core: Core, ctx: AccessContext, h: UploadHeaders, body: R
  * The `file` part of a multipart body, streamed into vfs.put; other parts are discarded. Every part
  * stream gets an error listener the moment it appears: busboy errors a part whose body is cut short
  * ("Unexpected end of form"), and an unheard stream error would end the process.
+ * The put reads the part through `body`, which ends only once the whole form has been read (busboy's
+ * close): a form cut off after a whole `file` part (a later part cut, the client gone) was answered
+ * 400 while the file was stored anyway, or its upload task made and run. AList parses the whole form
+ * before it uploads.
  */
 function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: UploadHeaders): Promise<Entry | TaskInfo> {
   return new Promise<Entry | TaskInfo>((resolve, reject) => {
@@ -136,11 +143,14 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
     }
     let started: Promise<Entry | TaskInfo> | undefined;
     let part: Readable | undefined;
+    let body: PassThrough | undefined;
     const malformed = (e: unknown) => new ApiError(400, `invalid multipart body: ${(e as Error).message}`);
     const fail = (e: unknown) => {
       req.raw.unpipe(bb);
       // Unpiped, busboy never ends or errors the part: the put reading it would wait for ever.
-      if (part && !part.readableEnded) part.destroy(e instanceof Error ? e : new Error(String(e)));
+      const err = e instanceof Error ? e : new Error(String(e));
+      if (part && !part.readableEnded) part.destroy(err);
+      if (body && !body.writableEnded) body.destroy(err); // the put fails: nothing is stored
       reject(e); // only the first settlement counts
     };
     bb.on('file', (name, stream) => {
@@ -150,7 +160,10 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
         return;
       }
       part = stream;
-      started = putBody(core, ctx, h, stream, true);
+      body = new PassThrough();
+      body.on('error', () => undefined); // destroyed by fail() before the put may listen
+      stream.pipe(body, { end: false });
+      started = putBody(core, ctx, h, body, true);
       started.catch((e: unknown) => {
         stream.resume();
         fail(e);
@@ -159,6 +172,7 @@ function formUpload(core: Core, req: FastifyRequest, ctx: AccessContext, h: Uplo
     bb.on('error', (e: unknown) => fail(malformed(e)));
     bb.on('close', () => {
       if (!started) return fail(new ApiError(400, 'http: no such file'));
+      body?.end(); // the form is whole (busboy closes after every part ended)
       started.then(resolve, fail);
     });
     // A client gone before busboy saw the end: nothing else would settle this promise.
