@@ -129,6 +129,12 @@ export interface Driver {
   put?(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj | void>;
   /** Set a file's mtime (SFTP SETSTAT, WebDAV X-OC-Mtime after the fact). */
   setModified?(obj: Obj, modified: Date, args: CallArgs): Promise<void>;
+  /**
+   * For a driver that shows other parts of the virtual tree (Alias): the virtual path that driver
+   * path `path` stands for (the first existing target, else where a new entry would go), undefined
+   * where it stands for none. Lets the VFS see one place at both ends of a transfer between storages.
+   */
+  treePath?(path: string, args: CallArgs): Promise<string | undefined>;
   /** Space figures for quota properties and statvfs, where the backend knows them. */
   usage?(args: CallArgs): Promise<{ total?: number; free?: number; used?: number }>;
   /**

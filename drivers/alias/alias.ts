@@ -54,6 +54,15 @@ export class AliasDriver implements Driver {
     return out;
   }
 
+  /** Driver.treePath: the first target that exists, else the first candidate. */
+  treePath(path: string, args: CallArgs): Promise<string | undefined> {
+    return this.via(async () => {
+      const r = resolve(this.targets, '/' + segments(path).join('/'));
+      if (r.root) return undefined;
+      return (await this.found(path, args))[0]?.real ?? r.candidates[0];
+    });
+  }
+
   get(path: string, args: CallArgs): Promise<Obj> {
     return this.via(async () => {
       const p = '/' + segments(path).join('/');

@@ -143,10 +143,11 @@ export interface VfsApi {
   mkdir(ctx: AccessContext, path: string, opts?: MkdirOptions): Promise<Entry>;
   /**
    * Move or rename `src` to the full path `dst`. Same parent: a rename (rename bit). Other parent:
-   * a move (move bit, plus rename bit when the name changes). Across storages: CROSS_MOUNT.
+   * a move (move bit, plus rename bit when the name changes). Across storages: CROSS_MOUNT, unless
+   * both ends are one place seen through an Alias (FORBIDDEN; INVALID for a folder into itself).
    */
   moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
-  /** Copy `src` to the full path `dst` (copy bit). Same storage only here; across storages: CROSS_MOUNT. */
+  /** Copy `src` to the full path `dst` (copy bit). Same storage only here; across storages: CROSS_MOUNT (as moveTo). */
   copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry>;
   /**
    * The refusals a move or copy would answer for what it is (permission bits, the storage's

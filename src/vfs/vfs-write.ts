@@ -64,7 +64,7 @@ export class VfsWriter {
   }
 
   /** The destination on the same mount as the source, or CROSS_MOUNT. */
-  private async sameMountTarget(src: Located, vpath: string): Promise<Located> {
+  private async sameMountTarget(src: Located, vpath: string, args: { signal?: AbortSignal }): Promise<Located> {
     let loc: Located | undefined;
     try {
       loc = await this.vfs.locate(vpath);
@@ -73,9 +73,40 @@ export class VfsWriter {
       else throw e;
     }
     this.vfs.release(loc); // the target must be on the source's mount, which the source holds
-    if (!loc || loc.mount !== src.mount) throw new VfsError('CROSS_MOUNT', undefined, { path: vpath });
+    if (!loc || loc.mount !== src.mount) {
+      await this.refuseSamePlace(src.vpath, vpath, args);
+      throw new VfsError('CROSS_MOUNT', undefined, { path: vpath });
+    }
     if (isRootPath(loc.dpath)) throw new VfsError('EXISTS', `file [${basename(vpath)}] exists`, { path: vpath });
     return loc;
+  }
+
+  /**
+   * Between storages both ends may still be one place, seen through an Alias: what adapters build
+   * from other calls then destroyed it (WebDAV's MOVE removed the file it had just copied onto
+   * itself; an overwriting COPY of a folder removed the source first). Refused as inside one storage.
+   */
+  private async refuseSamePlace(vs: string, vd: string, args: { signal?: AbortSignal }): Promise<void> {
+    const [rs, rd] = await Promise.all([this.treePath(vs, args), this.treePath(vd, args)]);
+    if (rs === vs && rd === vd) return; // no Alias at either end: two storages never overlap
+    if (rs === rd || isWithin(rd, rs)) throw new VfsError('FORBIDDEN', 'the source and the destination are one place', { path: vd });
+    if (isWithin(rs, rd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
+  }
+
+  /** The virtual path `vpath` stands for through storages that show the tree again (Driver.treePath). */
+  private async treePath(vpath: string, args: { signal?: AbortSignal }): Promise<string> {
+    for (let hops = 0; hops < 8; hops++) { // an alias of an alias; a loop is the alias's own error
+      const loc = await this.vfs.locate(vpath).catch(() => undefined);
+      try {
+        const d = loc?.mount.driver;
+        const next = loc && d?.treePath ? await d.treePath(loc.dpath, args).catch(() => undefined) : undefined;
+        if (next === undefined) return vpath;
+        vpath = next;
+      } finally {
+        this.vfs.release(loc);
+      }
+    }
+    return vpath;
   }
 
   /** The permission bits a move or copy from `vs` to `vd` needs, checked before anything else. */
@@ -105,7 +136,7 @@ export class VfsWriter {
     const src = await this.source(vs);
     try {
       try {
-        await this.sameMountTarget(src, vd);
+        await this.sameMountTarget(src, vd, this.vfs.args(ctx));
       } catch (e) {
         if (!isVfsError(e, 'CROSS_MOUNT')) throw e;
         // Between storages a move is a copy and a removal (what adapters build from other calls).
@@ -113,8 +144,10 @@ export class VfsWriter {
         return;
       }
       const srcObj = await this.vfs.tree.objAt(src.mount, src.dpath, this.vfs.args(ctx));
-      // A folder the storage cannot copy in one call can still be copied member by member.
-      if (kind === 'move' || !srcObj.isDir) this.requireTransferCaps(kind, src, vs, vd);
+      // A copy the storage cannot make itself is still made from other calls: a folder member by
+      // member, a file streamed (read + put, as between storages). Only a move needs the driver's.
+      if (kind === 'move') this.requireTransferCaps(kind, src, vs, vd);
+      else if (!srcObj.isDir && !src.mount.capabilities.canCopy) requireCap(src.mount.capabilities, 'canPut');
       if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
     } finally {
       this.vfs.release(src);
@@ -131,15 +164,15 @@ export class VfsWriter {
     if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
     const src = await this.source(vs);
     try {
-      const dst = await this.sameMountTarget(src, vd);
+      const dst = await this.sameMountTarget(src, vd, this.vfs.args(ctx));
+      // Before the capabilities: a copy the storage cannot make is made as a task (REST) or streamed
+      // (WebDAV), which onto itself would rewrite the file while reading it.
+      if (kind === 'copy' && vs === vd) throw new VfsError('EXISTS', `file [${newName}] exists`, { path: vd });
       this.requireTransferCaps(kind, src, vs, vd);
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);
       const srcObj = await tree.objAt(src.mount, src.dpath, args);
-      if (vs === vd) {
-        if (kind === 'move') return this.vfs.entryOf(dst, srcObj);
-        throw new VfsError('EXISTS', `file [${newName}] exists`, { path: vd });
-      }
+      if (vs === vd) return this.vfs.entryOf(dst, srcObj); // a move onto itself (a copy was refused above)
       const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
       if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
       if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);

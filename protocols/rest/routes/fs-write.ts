@@ -130,15 +130,18 @@ const routes: RoutePlugin = async (app, { core }) => {
     if (!Array.isArray(objs) || !objs.every((o) => o && typeof o === 'object' && !Array.isArray(o))) {
       throw new ApiError(400, 'invalid request: rename_objects must be an array of objects');
     }
+    // Every pair is read and checked before the first rename: a bad later pair (wrong type, a path
+    // for a name) renamed the earlier ones and then failed. gin binds the whole request first.
+    const pairs: Array<[string, string]> = [];
     for (const rec of objs as Fields[]) {
       const from = str(rec, 'src_name');
       const to = str(rec, 'new_name');
       if (from === '' || to === '') continue;
       validateName(from);
       validateName(to);
-      if (from === to) continue;
-      await moveTo(core, ctx, join(dir, from), join(dir, to), to, false);
+      if (from !== to) pairs.push([from, to]);
     }
+    for (const [from, to] of pairs) await moveTo(core, ctx, join(dir, from), join(dir, to), to, false);
     return ok();
   });
 
@@ -157,13 +160,14 @@ const routes: RoutePlugin = async (app, { core }) => {
       throw new ApiError(500, (e as Error).message);
     }
     const template = str(f, 'new_name_regex');
+    // Every new name is checked before the first rename (one that is no name renamed the others first).
+    const pairs: Array<[string, string]> = [];
     for (const e of (await core.vfs.list(ctx, dir)).entries) {
       if (e.virtual || !re.test(e.name)) continue;
       const to = re.replaceAll(e.name, template);
-      if (to === e.name) continue;
-      validateName(to);
-      await moveTo(core, ctx, join(dir, e.name), join(dir, to), to, false);
+      if (to !== e.name) pairs.push([e.name, validateName(to)]);
     }
+    for (const [from, to] of pairs) await moveTo(core, ctx, join(dir, from), join(dir, to), to, false);
     return ok();
   });
 
@@ -186,8 +190,9 @@ const routes: RoutePlugin = async (app, { core }) => {
           await core.vfs.copyTo(ctx, src, dst, { overwrite });
         } catch (e) {
           if (isVfsError(e, 'EXISTS')) throw existsError(n);
-          // Across storages the copy runs as a task (alist-compat §10, decision 1).
-          if (isVfsError(e, 'CROSS_MOUNT')) tasks.push(taskJson(await core.tasks.copy(ctx, src, dst)));
+          // Across storages, or where the driver cannot copy (FTP), the copy runs as a task
+          // (alist-compat §10, decision 1): it streams, as AList's fallback on NotImplement does.
+          if (isVfsError(e, 'CROSS_MOUNT') || isVfsError(e, 'NOT_SUPPORTED')) tasks.push(taskJson(await core.tasks.copy(ctx, src, dst)));
           else throw e;
         }
       }

@@ -114,8 +114,8 @@ async function removeSeen(dav: Dav, path: string, isDir: boolean): Promise<void>
 }
 
 /**
- * vfs.copyTo, with two fallbacks built from other VFS calls: a single file between two storages is
- * streamed (read + put), and a folder the VFS cannot copy in one step (under a new name, or into
+ * vfs.copyTo, with two fallbacks built from other VFS calls: a single file between two storages (or
+ * in one that cannot copy) is streamed (read + put), and a folder the VFS cannot copy in one step (under a new name, or into
  * another storage) is re-created member by member (each member keeps its name, which every
  * copying driver supports).
  */
@@ -131,7 +131,8 @@ async function copy(dav: Dav, dst: string, isDir: boolean, overwrite: boolean, s
       for (const c of entries) if (!c.virtual) await copy(dav, `${dst}/${c.name}`, c.isDir, false, `${src === '/' ? '' : src}/${c.name}`);
       return;
     }
-    if (isDir || !isVfsError(e, 'CROSS_MOUNT')) throw e;
+    // A file a storage cannot copy itself (FTP has no copy) is streamed too.
+    if (isDir || !(isVfsError(e, 'CROSS_MOUNT') || isVfsError(e, 'NOT_SUPPORTED'))) throw e;
     const r = await vfs.read(dav.ctx, src);
     try {
       await vfs.put(dav.ctx, dst, r.stream as Readable, { size: r.entry.size, modified: r.entry.modified, overwrite: true });
