@@ -131,6 +131,21 @@ describe('locks and dead properties of a storage that goes away', () => {
     expect((await other('PUT', '/fw-mv/f.txt', { body: 'new' })).status).toBe(201);
     expect((await dav('PROPFIND', '/fw-mv/f.txt', { headers: { Depth: '0' } })).body).not.toContain('urn:fw');
   });
+
+  it('are dropped below a storage mounted over a folder of another storage (whose files are no longer served there)', async () => {
+    await memory('/fw-out');
+    expect((await dav('MKCOL', '/fw-out/sub')).status).toBe(201);
+    expect((await dav('PUT', '/fw-out/sub/f.txt', { body: 'x' })).status).toBe(201);
+    expect((await setProp('/fw-out/sub/f.txt')).status).toBe(207);
+    expect((await dav('LOCK', '/fw-out/sub/f.txt', { body: LOCK_BODY })).status).toBe(200);
+    await memory('/fw-out/sub');
+    await makeUser(ts, admin, 'fw-other3', PERM.WEBDAV_READ | PERM.WEBDAV_MANAGE | ALL_FS);
+    const other = davClient(ts.url, 'fw-other3', 'pw-fw-other3-123');
+    expect((await other('PUT', '/fw-out/sub/f.txt', { body: 'new' })).status).toBe(201);
+    const pf = await dav('PROPFIND', '/fw-out/sub/f.txt', { headers: { Depth: '0' } });
+    expect(pf.body).toContain('<D:lockdiscovery/>');
+    expect(pf.body).not.toContain('urn:fw');
+  });
 });
 
 describe('persisted locks after a restart', () => {

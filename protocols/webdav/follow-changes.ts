@@ -41,10 +41,12 @@ export function followTree(
       case 'copy':
         await props.copyTree(c.vpath, c.to);
         return;
-      case 'unmounted': {
-        // The storage is deleted or mounted elsewhere: none of its files is served at vpath now. Their
-        // locks blocked a storage mounted there later (423) and kept showing in lockdiscovery, and their
-        // properties showed on its files of the same names. Storages mounted inside vpath keep theirs.
+      case 'unmounted':
+      case 'mounted': {
+        // A storage left vpath (deleted or mounted elsewhere), or one now covers it (created or moved
+        // over another storage's folder): the files that were served there are not any more. Their
+        // locks blocked the files served there now (423) and kept showing in lockdiscovery, and their
+        // properties showed on those files of the same names. Storages mounted inside vpath keep theirs.
         const inner = c.mounts.filter((m) => m !== c.vpath && isWithin(c.vpath, m));
         await props.removeTreeExcept(c.vpath, inner);
         await locks.removeWithin(c.vpath, inner);
@@ -55,7 +57,7 @@ export function followTree(
     }
   };
   const stop = onChange((c) => {
-    if (c.kind !== 'remove' && c.kind !== 'move' && c.kind !== 'copy' && c.kind !== 'unmounted') return;
+    if (c.kind !== 'remove' && c.kind !== 'move' && c.kind !== 'copy' && c.kind !== 'unmounted' && c.kind !== 'mounted') return;
     pending++;
     chain = chain
       .then(() => apply(c))
