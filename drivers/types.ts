@@ -98,6 +98,11 @@ export interface PutArgs extends CallArgs {
    * others check just before it. The VFS has already refused a name taken when the put began.
    */
   noReplace?: boolean;
+  /**
+   * Given only to drivers that set `checksPutTarget`: called once the put's own checks passed and
+   * before any of the body is read, with whether a file is being replaced (true) or created.
+   */
+  onTarget?(existed: boolean): void;
 }
 
 /**
@@ -127,6 +132,15 @@ export interface Driver {
   /** Remove a file or a folder with everything under it; with `onlyEmpty`, only an empty folder. */
   remove?(obj: Obj, args: RemoveArgs): Promise<void>;
   put?(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj | void>;
+  /**
+   * Set by a driver whose put itself makes, before reading any of the body, every check the VFS would
+   * otherwise make with two lookups first: the folder exists (else NOT_FOUND) and is a folder (else
+   * NOT_A_DIR), the target is not a folder (IS_A_DIR) and, with noReplace, is not taken (EXISTS);
+   * then it calls args.onTarget. Its put needs only `dstDir.path`. The VFS then skips those lookups
+   * for a put into an existing folder (WebDAV's, SFTP's): on a 1 KiB WebDAV PUT to a Local storage
+   * they were about a sixth of the server's time.
+   */
+  readonly checksPutTarget?: boolean;
   /** Set a file's mtime (SFTP SETSTAT, WebDAV X-OC-Mtime after the fact). */
   setModified?(obj: Obj, modified: Date, args: CallArgs): Promise<void>;
   /**

@@ -190,6 +190,41 @@ export function runConformance(def: DriverDefinition, makeOptions: () => Promise
       expect(await codeOf(driver.link(sub, NO_ARGS))).toBe('IS_A_DIR');
     });
 
+    it('a put into an existing folder (parents: false) answers before reading the body, with or without checksPutTarget', async () => {
+      if (await lacks('canMkdir', 'canPut')) return;
+      const dir = await fresh();
+      await put(dir, 'taken', Buffer.from('first'));
+      await mkdirIn(dir, 'd');
+      /** A body that records when it is first read, and what onTarget was told by then. */
+      const watched = (text: string) => {
+        const seen: { told: boolean[]; toldBeforeRead?: boolean[] } = { told: [] };
+        const body = new Readable({
+          read() {
+            seen.toldBeforeRead ??= [...seen.told];
+            this.push(Buffer.from(text));
+            this.push(null);
+          },
+        });
+        return { body, seen, onTarget: (existed: boolean) => void seen.told.push(existed) };
+      };
+      await withVfs(async (vfs, admin) => {
+        const v = (p: string) => `/s${dir.path}/${p}`;
+        for (const [path, overwrite, code] of [['missing/f', true, 'NOT_A_DIR'], ['taken/f', true, 'NOT_A_DIR'], ['d', true, 'IS_A_DIR'], ['taken', false, 'EXISTS']] as const) {
+          const w = watched('must not land');
+          expect(await codeOf(vfs.put(admin, v(path), w.body, { parents: false, overwrite, onTarget: w.onTarget }))).toBe(code);
+          expect(w.seen).toEqual({ told: [] }); // refused before the body was read
+        }
+        for (const [name, existed] of [['new', false], ['taken', true]] as const) {
+          const w = watched(`${name} v2`);
+          await vfs.put(admin, v(name), w.body, { parents: false, onTarget: w.onTarget });
+          expect(w.seen).toEqual({ told: [existed], toldBeforeRead: [existed] });
+        }
+      });
+      expect((await names(driver, dir.path)).sort()).toEqual(['d', 'new', 'taken']);
+      expect([(await readAll(driver, `${dir.path}/new`)).toString(), (await readAll(driver, `${dir.path}/taken`)).toString()]).toEqual(['new v2', 'taken v2']);
+      expect(await names(driver, `${dir.path}/d`)).toEqual([]);
+    });
+
     it('put sets the mtime it is given (with noMtime: takes it without failing), and setModified changes it', async () => {
       if (await lacks('canMkdir', 'canPut')) return;
       const dir = await fresh();

@@ -11,6 +11,7 @@ import { parseOptions } from '../options.js';
 import { runConformance } from '../conformance/suite.js';
 import { codeOf, collect, failing, NO_ARGS, rootObj } from '../conformance/helpers.js';
 import { openLink } from '../../src/vfs/link.js';
+import { body, ctx, makeCore, principal, storage } from '../../src/vfs/testing.js';
 import type { Driver, DriverDefinition, Obj } from '../types.js';
 import { localDefinition } from './index.js';
 import { TEMP_PREFIX } from './listing.js';
@@ -207,6 +208,41 @@ describe('Local driver specifics', () => {
     }
     expect((await readdir(root)).sort()).toEqual(['dots', 'temps']);
     expect(await readFile(join(root, 'dots', '.dot'), 'utf8')).toBe('x');
+  });
+
+  it('a put into an existing folder judges a link at the target by what it leads to, as a lookup shows it', async () => {
+    // Local checks the target itself (checksPutTarget), so the VFS makes no lookup of its own first.
+    await mkdir(join(root, 'real'));
+    await writeFile(join(root, 'file.txt'), 'old');
+    execFileSync('mkfifo', [join(root, 'fifo')]);
+    await symlink(join(root, 'real'), join(root, 'to-dir'));
+    await symlink(join(root, 'file.txt'), join(root, 'to-file'));
+    await symlink(join(root, 'gone'), join(root, 'dangling'));
+    await symlink(join(root, 'fifo'), join(root, 'to-fifo'));
+    await symlink(join(outside, 'secret.txt'), join(root, 'out'));
+    const core = await makeCore();
+    try {
+      const made = await core.storages.create({ ...storage('/l', 'Local'), addition: JSON.stringify({ root_folder_path: root }) });
+      expect(made.error).toBeUndefined();
+      const admin = ctx(principal(0xfff));
+      const told: Array<[string, boolean]> = [];
+      const put = (name: string) => core.vfs.put(admin, `/l/${name}`, body(`new ${name}`), { parents: false, onTarget: (e) => void told.push([name, e]) });
+      expect(await codeOf(put('to-dir'))).toBe('IS_A_DIR');
+      expect(await codeOf(put('out'))).toBe('FORBIDDEN');
+      for (const name of ['to-file', 'dangling', 'to-fifo']) await put(name);
+      expect(told).toEqual([['to-file', true], ['dangling', false], ['to-fifo', false]]);
+      // The links themselves were replaced; what they led to is untouched.
+      for (const name of ['to-file', 'dangling', 'to-fifo']) {
+        expect((await lstat(join(root, name))).isFile()).toBe(true);
+        expect(await readFile(join(root, name), 'utf8')).toBe(`new ${name}`);
+      }
+      expect(await readFile(join(root, 'file.txt'), 'utf8')).toBe('old');
+      expect((await lstat(join(root, 'fifo'))).isFIFO()).toBe(true);
+      expect((await lstat(join(root, 'to-dir'))).isSymbolicLink()).toBe(true);
+      expect(await readFile(join(outside, 'secret.txt'), 'utf8')).toBe('secret');
+    } finally {
+      await core.cleanup();
+    }
   });
 
   it('lists a 20,000-entry folder sorted byte-wise', async () => {

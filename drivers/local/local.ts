@@ -52,6 +52,8 @@ async function exists(host: string): Promise<boolean> {
 }
 
 export class LocalDriver implements Driver {
+  /** put() checks its folder and target itself, before the body (Driver.checksPutTarget). */
+  readonly checksPutTarget = true;
   private paths: HostPaths | undefined;
   private readonly root: string;
   private readonly mkdirMode: number;
@@ -293,11 +295,18 @@ export class LocalDriver implements Driver {
       if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dstDir.path });
       if (!st.isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
       target = nodePath.join(dirReal, name);
-      const prior = lstatSync(target, { throwIfNoEntry: false });
+      let prior = lstatSync(target, { throwIfNoEntry: false });
+      if (prior?.isSymbolicLink()) {
+        // A link is what get() shows there: what it leads to, if that is served (a link leaving the
+        // root is FORBIDDEN); a dangling one or one to a FIFO is nothing. An upload replaces the link.
+        const to = statSync(this.p.realOf(target, dpath), { throwIfNoEntry: false });
+        prior = to && isServed(to) ? to : undefined;
+      }
       if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
-      if (prior?.isSymbolicLink()) this.p.realOf(target, dpath); // a link leaving the root is FORBIDDEN
       // A FIFO, socket or device is not shown, so an upload must not silently replace it either.
-      else if (prior && !prior.isFile()) throw new VfsError('FORBIDDEN', 'not a regular file', { path: dpath });
+      if (prior && !prior.isFile()) throw new VfsError('FORBIDDEN', 'not a regular file', { path: dpath });
+      if (prior && args.noReplace) throw new VfsError('EXISTS', 'file exists', { path: dpath });
+      args.onTarget?.(prior !== undefined);
     } catch (e) {
       throw fromErrno(e, dpath);
     }

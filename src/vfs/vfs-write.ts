@@ -8,7 +8,7 @@ import type { Readable } from 'node:stream';
 import { can, type AccessContext } from '../auth/principal.js';
 import { isVfsError, VfsError } from '../errors.js';
 import { basename, isRootPath, isWithin, join, parent } from '../paths.js';
-import type { Obj } from '../../drivers/types.js';
+import type { CallArgs, Driver, Obj, PutArgs } from '../../drivers/types.js';
 import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
 import { openLink } from './link.js';
 import { setAside, type SetAside } from './set-aside.js';
@@ -383,21 +383,14 @@ export class VfsWriter {
       requireCap(loc.mount.capabilities, 'canPut');
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);
-      // Without `parents` the folder is looked up first: a driver that resolves paths (Local) then
-      // finds the target inside a folder it has just resolved.
-      const folder = opts.parents === false ? await this.existingDir(loc, args) : undefined;
-      const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
-      if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
-      if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: vpath });
-      const dir = folder ?? (await tree.ensureDir(loc.mount, parent(loc.dpath), args));
-      opts.onTarget?.(existing !== undefined);
       const d = tree.driver(loc.mount);
-      const made = await tree.call(() =>
-        d.put!(dir, body, {
-          name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
-          ...(opts.overwrite === false ? { noReplace: true } : {}),
-        }),
-      );
+      const putArgs: PutArgs = {
+        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
+        ...(opts.overwrite === false ? { noReplace: true } : {}),
+      };
+      const made = opts.parents === false && d.checksPutTarget
+        ? await this.putChecked(loc, d, body, putArgs, opts.onTarget)
+        : await this.putLookedUp(loc, d, body, putArgs, opts, args);
       tree.changed(loc.mount, loc.dpath);
       const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
       this.vfs.changes.emit({ kind: 'put', vpath, entry });
@@ -407,10 +400,48 @@ export class VfsWriter {
     }
   }
 
+  /** put's driver call after the VFS's own lookups of the target and its folder. */
+  private async putLookedUp(loc: Located, d: Driver, body: Readable, putArgs: PutArgs, opts: PutOptions, args: CallArgs): Promise<Obj | void> {
+    const tree = this.vfs.tree;
+    // Without `parents` the folder is looked up first: a driver that resolves paths (Local) then
+    // finds the target inside a folder it has just resolved.
+    const folder = opts.parents === false ? await this.existingDir(loc, args) : undefined;
+    const existing = await tree.tryObjAt(loc.mount, loc.dpath, args);
+    if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: loc.vpath });
+    if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: loc.vpath });
+    const dir = folder ?? (await tree.ensureDir(loc.mount, parent(loc.dpath), args));
+    opts.onTarget?.(existing !== undefined);
+    return tree.call(() => d.put!(dir, body, putArgs));
+  }
+
+  /**
+   * put's driver call for a driver that checks the folder and the target itself, before the body
+   * (Driver.checksPutTarget): the same answers as putLookedUp's, without looking anything up twice.
+   */
+  private async putChecked(loc: Located, d: Driver, body: Readable, putArgs: PutArgs, onTarget: PutOptions['onTarget']): Promise<Obj | void> {
+    const dpath = parent(loc.dpath);
+    // Only the path of the folder is read (the flag's contract).
+    const dir: Obj = { name: basename(dpath), path: dpath, size: 0, isDir: true, modified: new Date(0) };
+    let checked = false;
+    try {
+      return await this.vfs.tree.call(() => d.put!(dir, body, { ...putArgs, onTarget: (existed) => ((checked = true), onTarget?.(existed)) }));
+    } catch (e) {
+      // A missing folder, found by the driver's checks: as putLookedUp's existingDir says it.
+      if (!checked && isVfsError(e) && (e.code === 'NOT_FOUND' || e.code === 'NOT_A_DIR')) throw this.noFolder(loc);
+      if (!checked && isVfsError(e, 'IS_A_DIR')) throw new VfsError('IS_A_DIR', undefined, { path: loc.vpath });
+      if (!checked && isVfsError(e, 'EXISTS')) throw new VfsError('EXISTS', 'file exists', { path: loc.vpath });
+      throw e;
+    }
+  }
+
+  private noFolder(loc: Located): VfsError {
+    return new VfsError('NOT_A_DIR', 'the parent folder does not exist', { path: parent(loc.vpath) });
+  }
+
   /** The folder a put with `parents: false` goes into; missing or not a folder is NOT_A_DIR. */
   private async existingDir(loc: Located, args: { signal?: AbortSignal }): Promise<Obj> {
     const dir = await this.vfs.tree.tryObjAt(loc.mount, parent(loc.dpath), args);
-    if (!dir?.isDir) throw new VfsError('NOT_A_DIR', 'the parent folder does not exist', { path: parent(loc.vpath) });
+    if (!dir?.isDir) throw this.noFolder(loc);
     return dir;
   }
 
