@@ -51,6 +51,21 @@ async function exists(host: string): Promise<boolean> {
   });
 }
 
+/**
+ * What the link `target` leads to, undefined when nothing: dangling, or a loop (ELOOP), which get()
+ * shows as not found and listings leave out; a loop failed the upload as a missing folder (the
+ * folder exists). A link leaving the root stays FORBIDDEN.
+ */
+function leadsTo(realOf: (host: string, dpath: string) => string, target: string, dpath: string): Stats | undefined {
+  try {
+    return statSync(realOf(target, dpath), { throwIfNoEntry: false });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP') return undefined;
+    throw e;
+  }
+}
+
 export class LocalDriver implements Driver {
   /** put() checks its folder and target itself, before the body (Driver.checksPutTarget). */
   readonly checksPutTarget = true;
@@ -282,8 +297,7 @@ export class LocalDriver implements Driver {
   }
 
   async put(dstDir: Obj, stream: Readable, args: PutArgs): Promise<Obj> {
-    const name = creatableName(args.name);
-    const dpath = join(dstDir.path, name);
+    const dpath = join(dstDir.path, args.name);
     // The folder is resolved once; the target is its real path plus the name, the same directory
     // entry as the lexical path, so the final rename replaces the entry itself (never a link's target).
     let target: string;
@@ -294,18 +308,23 @@ export class LocalDriver implements Driver {
       const st = dir.stats === null ? statSync(dirReal) : dir.stats;
       if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dstDir.path });
       if (!st.isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dstDir.path });
-      target = nodePath.join(dirReal, name);
-      let prior = lstatSync(target, { throwIfNoEntry: false });
+      // Judged after the folder: a missing folder was answered first (409, No such file) when the
+      // VFS looked the folder up itself, before checksPutTarget.
+      target = nodePath.join(dirReal, creatableName(args.name));
+      const entry = lstatSync(target, { throwIfNoEntry: false });
+      let prior = entry;
       if (prior?.isSymbolicLink()) {
         // A link is what get() shows there: what it leads to, if that is served (a link leaving the
         // root is FORBIDDEN); a dangling one or one to a FIFO is nothing. An upload replaces the link.
-        const to = statSync(this.p.realOf(target, dpath), { throwIfNoEntry: false });
+        const to = leadsTo(this.p.realOf.bind(this.p), target, dpath);
         prior = to && isServed(to) ? to : undefined;
       }
       if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });
       // A FIFO, socket or device is not shown, so an upload must not silently replace it either.
       if (prior && !prior.isFile()) throw new VfsError('FORBIDDEN', 'not a regular file', { path: dpath });
-      if (prior && args.noReplace) throw new VfsError('EXISTS', 'file exists', { path: dpath });
+      // Any entry, a link leading nowhere too, fails noReplace's final link(2) with EEXIST, as it fails
+      // open(2) with O_EXCL: refused now, not after the whole body (an SFTP OPEN with EXCL succeeded).
+      if (entry && args.noReplace) throw new VfsError('EXISTS', 'file exists', { path: dpath });
       args.onTarget?.(prior !== undefined);
     } catch (e) {
       throw fromErrno(e, dpath);
