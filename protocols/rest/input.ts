@@ -79,9 +79,32 @@ export function reqShortString(o: Fields, field: string, max: number): string {
  */
 export const MAX_USERNAME_CHARS = 255;
 
-/** An optional integer field (JSON number without fraction). */
+/**
+ * An optional string field of at most `max` characters: for what a user may keep in the store about
+ * themself (it is written whole on every change and sent in every listing of users).
+ */
+export function optShortString(o: Fields, field: string, max: number): string | undefined {
+  const v = optString(o, field);
+  if (v !== undefined && v.length > max) throw invalid(`${field} must be at most ${max} characters`);
+  return v;
+}
+
+/** An SSO id's length bound (an OpenID Connect `sub` is at most 255 characters), as MAX_USERNAME_CHARS. */
+export const MAX_SSO_ID_CHARS = 255;
+
+/**
+ * A scalar field as gin binds it from a form (app.ts marks form bodies): the text of an integer or
+ * boolean stands for it, and an empty value counts as absent. A JSON body keeps its types strictly.
+ */
+function formScalar(o: Fields, field: string, parse: (text: string) => number | boolean | undefined): unknown {
+  const v = scalar(o, field);
+  if (typeof v !== 'string' || !(o as { [FORM]?: boolean })[FORM]) return v;
+  return v === '' ? undefined : parse(v) ?? v;
+}
+
+/** An optional integer field (JSON number without fraction, or its digits in a form). */
 export function optInt(o: Fields, field: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const v = o[field];
+  const v = formScalar(o, field, (t) => (/^[+-]?\d{1,15}$/.test(t) ? Number(t) : undefined));
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v)) throw invalid(`${field} must be an integer`);
   if (v < min || v > max) throw invalid(`${field} must be between ${min} and ${max}`);
@@ -89,7 +112,7 @@ export function optInt(o: Fields, field: string, min = Number.MIN_SAFE_INTEGER, 
 }
 
 export function optBool(o: Fields, field: string): boolean | undefined {
-  const v = o[field];
+  const v = formScalar(o, field, (t) => (t === 'true' || t === '1' ? true : t === 'false' || t === '0' ? false : undefined));
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'boolean') throw invalid(`${field} must be true or false`);
   return v;

@@ -23,7 +23,8 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.get('/api/admin/setting/list', async (req) => {
     const group = queryString(req, 'group');
     const groups = queryString(req, 'groups');
-    const wanted = group !== '' ? parseGroups(group) : groups !== '' ? parseGroups(groups) : undefined;
+    // `groups` wins when both are given (AList's ListSettings reads `group` only without `groups`).
+    const wanted = groups !== '' ? parseGroups(groups) : group !== '' ? parseGroups(group) : undefined;
     const items = settings.items().filter((i) => !wanted || wanted.includes(i.group));
     return ok(items.sort((a, b) => a.index - b.index));
   });

@@ -6,7 +6,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
-import { bodyObject, optBool, optInt, optString, pageOf, paging, queryId, queryString, reqShortString, MAX_USERNAME_CHARS, type Fields } from '../input.js';
+import { bodyObject, optBool, optInt, optShortString, optString, pageOf, paging, queryId, queryString, reqShortString, MAX_SSO_ID_CHARS, MAX_USERNAME_CHARS, type Fields } from '../input.js';
 import { keyView, notFound404, storeConflict } from './me.js';
 import { ROLE } from '../../../src/auth/principal.js';
 import { hashPassword, newSalt } from '../../../src/auth/passwords.js';
@@ -42,7 +42,7 @@ function userFields(body: Fields) {
     role: optInt(body, 'role'),
     disabled: optBool(body, 'disabled'),
     permission: optInt(body, 'permission', 0, MAX_PERMISSION),
-    sso_id: optString(body, 'sso_id'),
+    sso_id: optShortString(body, 'sso_id', MAX_SSO_ID_CHARS),
   };
 }
 

@@ -4,7 +4,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
-import { bodyObject, optString, pageOf, paging, queryId, reqShortString, MAX_USERNAME_CHARS } from '../input.js';
+import { bodyObject, optShortString, optString, pageOf, paging, queryId, reqShortString, MAX_SSO_ID_CHARS, MAX_USERNAME_CHARS } from '../input.js';
 import { currentUser } from '../auth.js';
 import { can } from '../../../src/auth/principal.js';
 import { addKey, deleteKey, listKeys } from '../../../src/auth/sshkeys.js';
@@ -45,7 +45,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     const body = bodyObject(req);
     const username = reqShortString(body, 'username', MAX_USERNAME_CHARS);
     const password = optString(body, 'password') ?? '';
-    const ssoId = optString(body, 'sso_id') ?? '';
+    const ssoId = optShortString(body, 'sso_id', MAX_SSO_ID_CHARS) ?? '';
     await store.users.update(user.id, { username, sso_id: ssoId }).catch(storeConflict);
     // A new password gets a new pwd_ts, which ends every token of this user (including this one).
     if (password !== '') await accounts.setPassword(user.id, password);
