@@ -7,13 +7,11 @@ import { VfsError } from '../errors.js';
 import { normalize } from '../paths.js';
 import type { Repo } from '../store/store.js';
 import type { MetaRecord } from '../store/types.js';
-import { MetaRules, validateHide } from './meta.js';
+import { MetaRules, RECORD_DEFAULTS, validateHide } from './meta.js';
 
 export type MetaInput = Partial<MetaRecord> & { path: string };
 
-const DEFAULTS: Omit<MetaRecord, 'id' | 'path'> = {
-  password: '', p_sub: false, write: false, w_sub: false, hide: '', h_sub: false, readme: '', r_sub: false, header: '', header_sub: false,
-};
+const DEFAULTS = RECORD_DEFAULTS;
 
 export class MetaService {
   readonly rules: MetaRules;

@@ -69,6 +69,11 @@ export function validateHide(text: string): void {
   }
 }
 
+/** What a stored rule's missing fields mean (the values MetaService saves by default). */
+export const RECORD_DEFAULTS: Omit<MetaRecord, 'id' | 'path'> = {
+  password: '', p_sub: false, write: false, w_sub: false, hide: '', h_sub: false, readme: '', r_sub: false, header: '', header_sub: false,
+};
+
 /** Does a facet of `meta` reach `path` (its own path always, descendants only with the sub flag). */
 const applies = (meta: MetaRecord, path: string, sub: boolean) => meta.path === path || sub;
 
@@ -149,14 +154,23 @@ export class MetaRules {
     if (this.rules) return this.rules;
     const p = (this.rules = this.repo.list().then((all) => {
       const m = new Map<string, Rule>();
-      for (const meta of all) {
+      for (const stored of all) {
+        // A hand-edited store (accepted when it has an id and a path) may leave fields out or write
+        // the path unclean (`/vault/`): missing texts are empty and flags off, as MetaService saves
+        // them, and the path is the cleaned key, which `applies` compares against. Else a rule's
+        // own folder was left open, a missing hide text hid every entry, and a missing password
+        // made the password check throw.
+        const path = '/' + segments(stored.path).join('/');
+        const meta: MetaRecord = { ...RECORD_DEFAULTS, ...stored, path };
+        for (const k of ['password', 'hide', 'readme', 'header'] as const) if (typeof meta[k] !== 'string') meta[k] = '';
+        for (const k of ['p_sub', 'write', 'w_sub', 'h_sub', 'r_sub', 'header_sub'] as const) meta[k] = meta[k] === true; // "false" is no grant
         let hide: HideMatcher[] = [];
         try {
           hide = compileHide(meta.hide);
         } catch {
           hide = [/(?:)/]; // a stored rule with a broken regex hides everything rather than nothing
         }
-        m.set('/' + segments(meta.path).join('/'), { meta, hide });
+        m.set(path, { meta, hide });
       }
       return m;
     }));

@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Core } from '../../../src/core.js';
 import type { AccessContext } from '../../../src/auth/principal.js';
 import { can } from '../../../src/auth/principal.js';
-import { basename, encodePathForUrl, parent } from '../../../src/paths.js';
+import { encodePathForUrl, isWithin, parent } from '../../../src/paths.js';
 import { isVfsError } from '../../../src/errors.js';
 import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
@@ -51,16 +51,27 @@ async function rawUrl(
   return link.kind === 'url' ? link.url : `${api}/d${enc}${q}`;
 }
 
+/** Can a rule among `guarded` (AccessChecker.guarded) decide anything about the entries of `dir`. */
+const guards = (guarded: readonly string[], dir: string) => guarded.some((g) => isWithin(g, dir) || isWithin(dir, g));
+
 /**
- * Which files of a folder an anonymous /d or /p link cannot reach because meta hide hides them. A
- * principal who sees hidden entries gets a sign for those even where signs are otherwise off: the
- * sign proves the link came from someone allowed to see the file (download.ts).
+ * Which files of the folder `dirVpath` get a sign for their /d and /p links. A sign opens the link
+ * as SIGNED_LINK, which skips path passwords and sees hidden entries (download.ts), so it goes only
+ * to files this caller may open with the password it gave: a listing shows a file that a path
+ * password on the file itself protects, and signing it (sign_all, the default) handed anyone who
+ * could list the folder a link that opened the file without its password.
+ * - `required` (sign_all, enable_sign, a password on the folder): every such file is signed;
+ * - otherwise only those the anonymous link principal cannot reach: hidden ones (listed to a
+ *   principal who sees them, or to a user based below a hidden folder, whose base path is exempt:
+ *   MetaRules.isHidden) or ones behind a password on the file itself. Unsigned, their links failed.
  */
-async function hiddenFromLinks(core: Core, ctx: AccessContext, dirVpath: string): Promise<(name: string) => boolean> {
-  if (!can.seeHidden(ctx.principal)) return () => false; // such a principal never lists hidden files
-  if (await core.rules.isHidden(LINK_PRINCIPAL, dirVpath)) return () => true;
-  const patterns = await core.rules.hidePatterns(LINK_PRINCIPAL, dirVpath);
-  return patterns.length ? (name) => patterns.some((re) => re.test(name)) : () => false;
+async function linkSigns(core: Core, ctx: AccessContext, dirVpath: string, required: boolean): Promise<(vpath: string) => boolean> {
+  const mine = await core.rules.accessChecker(ctx.principal, ctx.password);
+  const mayOpen = guards(mine.guarded, dirVpath) ? (v: string) => mine.canAccess(v) : () => true;
+  if (required) return mayOpen;
+  const link = await core.rules.accessChecker(LINK_PRINCIPAL, undefined);
+  if (!guards(link.guarded, dirVpath)) return () => false;
+  return (v) => !link.canAccess(v) && mayOpen(v);
 }
 
 const routes: RoutePlugin = async (app, { core }) => {
@@ -76,9 +87,9 @@ const routes: RoutePlugin = async (app, { core }) => {
       const signed = signRequired(core, l.storage, l.facts.passwordProtected);
       const page = paginate(l.entries, int(f, 'page'), int(f, 'per_page'));
       const mn = mapName();
-      const hidden = !signed && page.length ? await hiddenFromLinks(core, ctx, parent(page[0]!.vpath)) : () => false;
+      const signs = page.length ? await linkSigns(core, ctx, parent(page[0]!.vpath), signed) : () => false;
       return ok({
-        content: page.map((e) => toObjResp(e, { sign: signIf(core, (signed || hidden(e.name)) && !e.isDir, e.vpath), settings: core.settings, mapName: mn, listType: true })),
+        content: page.map((e) => toObjResp(e, { sign: signIf(core, !e.isDir && signs(e.vpath), e.vpath), settings: core.settings, mapName: mn, listType: true })),
         total: l.entries.length,
         readme: l.facts.readme,
         header: l.facts.header,
@@ -98,8 +109,8 @@ const routes: RoutePlugin = async (app, { core }) => {
       const entry = await core.vfs.stat(ctx, path);
       const storage = await core.vfs.storageOf(ctx, path);
       const facts = await core.vfs.facts(ctx, path);
-      const hidden = (await hiddenFromLinks(core, ctx, parent(entry.vpath)))(basename(entry.vpath));
-      const sign = signIf(core, !entry.isDir && (signRequired(core, storage, facts.passwordProtected) || hidden), entry.vpath);
+      const required = signRequired(core, storage, facts.passwordProtected);
+      const sign = signIf(core, !entry.isDir && (await linkSigns(core, ctx, parent(entry.vpath), required))(entry.vpath), entry.vpath);
       const obj = toObjResp(entry, { sign, settings: core.settings, mapName: mapName(), listType: false });
       if (entry.vpath === '/' && entry.name === '') obj.name = 'root';
       return ok({
