@@ -17,8 +17,25 @@ export const REDACT_PATHS = [
 /** The longest a logged line waits in the buffer (a crash loses at most this much; exits lose none). */
 const FLUSH_MS = 250;
 
+/**
+ * stdout, batched. Once it cannot be written (EIO: the terminal that ran us closed; EPIPE: the reader
+ * of the pipe went away), logging stops. Left to itself, a failed batched write was an unhandled
+ * 'error' (pino only swallows EPIPE), and the synchronous flush pino does at exit retries any error
+ * but EAGAIN forever, every 100 ms: a server whose terminal closed took the SIGHUP, closed its
+ * listeners and never exited, its DATA still marked in use, deaf to SIGTERM.
+ */
+function stdoutDestination(): ReturnType<typeof pino.destination> {
+  const dest = pino.destination({ dest: 1, minLength: 4096, periodicFlush: FLUSH_MS });
+  dest.on('error', () => {
+    dest.write = () => true;
+    dest.flushSync = () => undefined;
+    dest.flush = (cb?: (err?: Error) => void) => cb?.();
+  });
+  return dest;
+}
+
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  const dest = destination ?? pino.destination({ dest: 1, minLength: 4096, periodicFlush: FLUSH_MS });
+  const dest = destination ?? stdoutDestination();
   return pino({ level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { app: 'treegate' } }, dest);
 }
 

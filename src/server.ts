@@ -49,6 +49,8 @@ export interface StartOptions {
 const DRAIN_MS = 10_000;
 /** How long a graceful stop then waits for cut-off writes to fail and clean up. */
 const SETTLE_MS = 5_000;
+/** How long a stop waits for its last log lines to be written. */
+const FLUSH_WAIT_MS = 2_000;
 
 /**
  * Requests for the WebDAV handler: everything under /dav, and a plain OPTIONS of the site root
@@ -247,6 +249,12 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       await vfsCore.mounts.dropAll();
       await store.close();
       log.info('treegate stopped');
+      // Written now, not by the synchronous flush at exit: a stdout that fails (the terminal closed)
+      // then turns logging off (log.ts) instead of holding the exit. Bounded: a pipe nobody reads.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, FLUSH_WAIT_MS);
+        log.flush(() => (clearTimeout(timer), resolve()));
+      });
     })());
 
   return { core, http, sftp: sftp && { address: sftp.address, port: sftp.port, channels: sftp.channels }, close };
