@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs';
 import { pipeline, Readable, Transform } from 'node:stream';
 import { VfsError } from '../errors.js';
 import type { ByteRange, Link } from '../../drivers/types.js';
+import { slice } from '../../drivers/util/streams.js';
 
 /** Local reads use 1 MiB chunks: far fewer syscalls and event-loop turns than the 64 KiB default. */
 export const FILE_HIGH_WATER_MARK = 1 << 20;
@@ -128,23 +129,9 @@ async function fetchFollowing(url: string, headers: Record<string, string>, rang
     const body = res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream) : Readable.from([]);
     // A server that ignores Range answers 200 with the whole file: cut the span out ourselves.
     if (!range || res.status === 206) return body;
-    const cut = slice(range);
-    pipeline(body, cut, () => undefined); // errors reach `cut` (destroyed with the error) and so the reader
-    return cut;
+    // Stops reading once the span is out: a range of a huge file pulled it all to the end.
+    return slice(body, 0, range.start, range.end);
   }
   throw new VfsError('UPSTREAM', 'too many redirects');
 }
 
-/** Pass through only bytes [start, end] of a stream that starts at byte 0. */
-function slice(range: ByteRange): Transform {
-  let pos = 0;
-  const end = range.end ?? Infinity;
-  return new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      const from = Math.max(range.start - pos, 0);
-      const to = Math.min(end + 1 - pos, chunk.length);
-      pos += chunk.length;
-      cb(null, to > from ? chunk.subarray(from, to) : undefined);
-    },
-  });
-}

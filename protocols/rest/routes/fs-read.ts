@@ -143,9 +143,9 @@ const routes: RoutePlugin = async (app, { core }) => {
    * POST /api/fs/link (AList server/handles/fsmanage.go `Link`, admin only): the real link of a file
    * for proxy programs, as AList's model.Link `{url, header}`. The path is the full tree path, never
    * joined to a base path. A file served by this server (only_local, or a driver without a URL
-   * link) gets `<api_url>/p<path>?d&sign=<sign>`: always signed, and `d` makes /p stream rather
-   * than redirect to down_proxy_url. Otherwise the driver's URL and the headers it needs (the
-   * reason AList keeps this to admins). Unlike AList, a folder or a missing path is an error
+   * link) gets `<api_url>/p<path>?d&sign=<sign>` (`/d` when the storage does not proxy, e.g. an
+   * Alias): always signed, and `d` makes it stream rather than redirect to down_proxy_url.
+   * Otherwise the driver's URL and the headers it needs (the reason AList keeps this to admins). Unlike AList, a folder or a missing path is an error
    * rather than a link that cannot work.
    */
   app.post('/api/fs/link', { preHandler: requireAdmin }, async (req) => {
@@ -154,7 +154,10 @@ const routes: RoutePlugin = async (app, { core }) => {
     const { entry, link, storage } = await core.vfs.link(ctx, str(fields(req), 'path') || '/');
     if (storage.config.only_local || link.kind !== 'url') {
       const sign = encodeURIComponent(signPath(core.settings, entry.vpath));
-      return ok({ url: `${apiUrl(req, core.config.site_url)}/p${encodePathForUrl(entry.vpath)}?d&sign=${sign}`, header: null });
+      // /p answers "proxy not allowed" for a storage that does not proxy (download.ts), yet an
+      // Alias's files are streamed by treegate all the same: those go through /d, as raw_url does.
+      const kind = mustProxy(storage) ? 'p' : 'd';
+      return ok({ url: `${apiUrl(req, core.config.site_url)}/${kind}${encodePathForUrl(entry.vpath)}?d&sign=${sign}`, header: null });
     }
     // Go's http.Header: every value a list of strings; null when the driver needs none.
     const headers = Object.entries(link.headers ?? {});
