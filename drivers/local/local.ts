@@ -56,12 +56,11 @@ async function exists(host: string): Promise<boolean> {
  * shows as not found and listings leave out; a loop failed the upload as a missing folder (the
  * folder exists). A link leaving the root stays FORBIDDEN.
  */
-function leadsTo(realOf: (host: string, dpath: string) => string, target: string, dpath: string): Stats | undefined {
+function leadsTo(paths: HostPaths, target: string, dpath: string): Stats | undefined {
   try {
-    return statSync(realOf(target, dpath), { throwIfNoEntry: false });
+    return statSync(paths.realOf(target, dpath), { throwIfNoEntry: false });
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') return undefined;
+    if ((e as NodeJS.ErrnoException).code === 'ELOOP') return undefined;
     throw e;
   }
 }
@@ -316,7 +315,7 @@ export class LocalDriver implements Driver {
       if (prior?.isSymbolicLink()) {
         // A link is what get() shows there: what it leads to, if that is served (a link leaving the
         // root is FORBIDDEN); a dangling one or one to a FIFO is nothing. An upload replaces the link.
-        const to = leadsTo(this.p.realOf.bind(this.p), target, dpath);
+        const to = leadsTo(this.p, target, dpath);
         prior = to && isServed(to) ? to : undefined;
       }
       if (prior?.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: dpath });

@@ -11,8 +11,6 @@ import { MetaRules, RECORD_DEFAULTS, validateHide } from './meta.js';
 
 export type MetaInput = Partial<MetaRecord> & { path: string };
 
-const DEFAULTS = RECORD_DEFAULTS;
-
 export class MetaService {
   readonly rules: MetaRules;
 
@@ -22,7 +20,7 @@ export class MetaService {
 
   private clean(input: MetaInput, base?: MetaRecord): Omit<MetaRecord, 'id'> {
     if (typeof input.path !== 'string' || input.path.trim() === '') throw new VfsError('INVALID', 'path is required');
-    const rec = { ...DEFAULTS, ...base, ...input, path: normalize(input.path) };
+    const rec = { ...RECORD_DEFAULTS, ...base, ...input, path: normalize(input.path) };
     validateHide(rec.hide);
     const { id: _id, ...rest } = { ...rec, id: 0 };
     return rest;
