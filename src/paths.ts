@@ -117,3 +117,13 @@ export function relativeTo(ancestor: string, p: string): string | undefined {
 export function encodePathForUrl(p: string): string {
   return segments(p).map((s) => encodeURIComponent(s)).reduce((acc, s) => acc + '/' + s, '') || '/';
 }
+
+/**
+ * A URL as a Location header value. Node refuses a header with characters past Latin-1 or line
+ * breaks (a favicon or down_proxy_url with `图标` answered 500) and sends Latin-1 ones as single
+ * bytes (`é` arrived garbled), so those, spaces and controls are percent-encoded as UTF-8, as a
+ * browser sends such a URL (it decodes an encoded host again). Escapes already there are kept.
+ */
+export function locationOf(url: string): string {
+  return url.replace(/[^\x21-\x7e]/gu, (c) => [...Buffer.from(c, 'utf8')].map((b) => '%' + b.toString(16).toUpperCase().padStart(2, '0')).join(''));
+}

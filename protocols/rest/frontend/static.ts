@@ -9,7 +9,7 @@ import { realpath, stat } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { normalize } from '../../../src/paths.js';
-import { etagOf, notModified } from '../http-range.js';
+import { etagOf, notModified, planRange } from '../http-range.js';
 import { contentTypeOf } from '../mime.js';
 
 export const STATIC_FOLDERS = ['assets', 'images', 'static', 'streamer'] as const;
@@ -55,8 +55,18 @@ export function staticHandler(root: string) {
     const etag = etagOf(found.mtime, found.size);
     reply.header('Cache-Control', STATIC_CACHE).header('ETag', etag).header('Last-Modified', found.mtime.toUTCString());
     if (notModified(req.headers, etag, found.mtime)) return reply.code(304).send();
-    reply.type(assetType(found.file)).header('Content-Length', found.size);
+    // Ranges as AList's http.FileServer answers them (a media file under /static or /streamer
+    // does not play in Safari without them).
+    reply.header('Accept-Ranges', 'bytes');
+    const plan = planRange(req.headers, found.size, etag, found.mtime);
+    if (plan.kind === 'unsatisfiable') {
+      reply.header('Content-Range', `bytes */${found.size}`);
+      return reply.code(416).type('text/plain; charset=utf-8').send('invalid range: failed to overlap');
+    }
+    const { start, end } = plan.kind === 'partial' ? plan : { start: 0, end: found.size - 1 };
+    if (plan.kind === 'partial') reply.code(206).header('Content-Range', `bytes ${start}-${end}/${found.size}`);
+    reply.type(assetType(found.file)).header('Content-Length', Math.max(0, end - start + 1));
     if (req.method === 'HEAD') return reply.send();
-    return reply.send(createReadStream(found.file));
+    return reply.send(createReadStream(found.file, plan.kind === 'partial' ? { start, end } : {}));
   };
 }

@@ -18,7 +18,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PERM, type AccessContext, type Principal, type Role } from '../../../src/auth/principal.js';
 import type { Core } from '../../../src/core.js';
 import { isVfsError, VfsError } from '../../../src/errors.js';
-import { basename, encodePathForUrl, normalize } from '../../../src/paths.js';
+import { basename, encodePathForUrl, locationOf, normalize } from '../../../src/paths.js';
 import { signPath, verifySign } from '../../../src/sign.js';
 import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
@@ -165,7 +165,7 @@ const routes: RoutePlugin = async (app, { core }) => {
       const q = (req.query ?? {}) as Record<string, unknown>;
       if (dpu && q.d === undefined) {
         if ((await core.vfs.stat(ctx, path)).isDir) throw new ApiError(500, 'failed link: not a file');
-        return reply.redirect(`${dpu}${encodePathForUrl(path)}?sign=${encodeURIComponent(signPath(core.settings, path))}`, 302);
+        return reply.redirect(locationOf(`${dpu}${encodePathForUrl(path)}?sign=${encodeURIComponent(signPath(core.settings, path))}`), 302);
       }
       const entry = await core.vfs.stat(ctx, path);
       if (entry.isDir) throw new ApiError(500, 'failed link: not a file');
@@ -175,7 +175,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     if (link.kind === 'url') {
       reply.header('Referrer-Policy', 'no-referrer');
       reply.header('Cache-Control', 'max-age=0, no-cache, no-store, must-revalidate');
-      return reply.redirect(forwardParams(core, req, link.url), 302);
+      return reply.redirect(locationOf(forwardParams(core, req, link.url)), 302);
     }
     return serve(core, req, reply, ctx, path, entry);
   };

@@ -15,6 +15,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Core } from '../../../src/core.js';
 import { basePathOf } from '../../../src/site-url.js';
+import { locationOf } from '../../../src/paths.js';
 import { IndexPage } from '../frontend/index-html.js';
 import { STATIC_FOLDERS, staticHandler } from '../frontend/static.js';
 import { unknownApiRoute } from '../frontend/unsupported.js';
@@ -90,7 +91,7 @@ export async function registerFrontend(app: FastifyInstance, core: Core): Promis
     url: '/favicon.ico',
     handler: async (_req, reply) => {
       const favicon = settings.get('favicon');
-      return favicon ? reply.redirect(favicon, 302) : reply.code(404).type('text/plain; charset=utf-8').send(NOT_FOUND_TEXT);
+      return favicon ? reply.redirect(locationOf(favicon), 302) : reply.code(404).type('text/plain; charset=utf-8').send(NOT_FOUND_TEXT);
     },
   });
   app.route({

@@ -3,7 +3,7 @@
  * into vfs.put, which writes atomically).
  */
 import { isVfsError, VfsError } from '../../../src/errors.js';
-import { encodePathForUrl } from '../../../src/paths.js';
+import { encodePathForUrl, locationOf } from '../../../src/paths.js';
 import { signPath } from '../../../src/sign.js';
 import type { ByteRange } from '../../../drivers/types.js';
 import type { Entry } from '../../../src/vfs/types.js';
@@ -85,7 +85,7 @@ export async function get(dav: Dav, tries = GET_TRIES): Promise<void> {
     return void dav.res.end();
   }
   const location = await policyRedirect(dav, e);
-  if (location) return sendStatus(dav.res, 302, { Location: location });
+  if (location) return sendStatus(dav.res, 302, { Location: locationOf(location) });
 
   const r = await dav.deps.vfs.read(dav.ctx, dav.path, range);
   // Replaced since the stat (an upload renamed another file over it): the validators and the range
