@@ -68,8 +68,13 @@ export function checkTotp(secret: string, code: string): boolean {
   return totpStep(secret, code) !== null;
 }
 
-/** The 30-second time step `code` is valid for (one step either side of now), or null. */
+/**
+ * The 30-second time step `code` is valid for (one step either side of now), or null. White space
+ * around the code is ignored, as AList's pquerna/otp does: a code pasted from an authenticator app
+ * with a trailing newline or space was refused (and counted as a wrong code).
+ */
 export function totpStep(secret: string, code: string, nowMs = Date.now()): number | null {
+  code = code.trim();
   if (!/^\d{6}$/.test(code)) return null;
   const delta = authenticator.clone({ window: 1, epoch: nowMs }).checkDelta(code, secret);
   return delta === null ? null : Math.floor(nowMs / 30_000) + delta;

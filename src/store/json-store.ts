@@ -402,6 +402,13 @@ export class JsonStore implements Store {
         this.db.data.revokedTokens = this.db.data.revokedTokens.filter((t) => t.exp >= nowSec);
         if (this.db.data.revokedTokens.length !== before) await this.flush();
       },
+      idsOf: async (uid) => this.db.data.revokedTokens.filter((t) => t.uid === uid).map((t) => t.id),
+      drop: async (ids) => {
+        const gone = new Set(ids);
+        const before = this.db.data.revokedTokens.length;
+        this.db.data.revokedTokens = this.db.data.revokedTokens.filter((t) => !gone.has(t.id));
+        if (this.db.data.revokedTokens.length !== before) await this.flush();
+      },
     };
   }
 }

@@ -50,6 +50,10 @@ export interface RevocationRepo {
   countOf(uid: number): Promise<number>;
   /** Drop entries whose exp is before `nowSec`. */
   purge(nowSec: number): Promise<void>;
+  /** The ids (jti) of user `uid`'s entries. */
+  idsOf(uid: number): Promise<string[]>;
+  /** Drop the entries with these ids (tokens that have ended another way, e.g. by a new pwd_ts). */
+  drop(ids: readonly string[]): Promise<void>;
 }
 
 /** Namespaced JSON values for adapter state (e.g. ns `webdav.locks`, `webdav.props`). */

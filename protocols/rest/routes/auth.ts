@@ -58,9 +58,14 @@ const routes: RoutePlugin = async (app, { core }) => {
     const claims = req.tokenClaims;
     if (claims && !(await core.tokens.revoke(claims))) {
       // The user has many logged-out tokens still unexpired: end them all with a new pwd_ts instead.
+      // The entries kept so far are of tokens the new pwd_ts ends too: kept, the list stayed full and
+      // every later logout (for token_expires_in) ended all of the user's tokens again. Exactly these
+      // are dropped, after the pwd_ts is written: no revoked token is valid again, not even briefly.
+      const ended = await core.store.revokedTokens.idsOf(claims.uid);
       const user = await core.accounts.byId(claims.uid);
       if (user) await core.store.users.update(user.id, { pwd_ts: core.accounts.nextPwdTs(user) });
       core.accounts.forgetCredentials();
+      await core.store.revokedTokens.drop(ended);
     }
     return ok();
   });
