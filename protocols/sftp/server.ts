@@ -110,7 +110,12 @@ function refuseChannel(accept: () => ServerChannel): void {
   ch.end();
 }
 
-export async function startSftpServer(core: Core): Promise<SftpListener> {
+export interface SftpOptions {
+  /** Called on every request: the server's idle memory return (src/idle-reclaim.ts). */
+  activity?(): void;
+}
+
+export async function startSftpServer(core: Core, opts: SftpOptions = {}): Promise<SftpListener> {
   const { config, log: baseLog } = core;
   const log = baseLog.child({ component: 'sftp' });
   const tmpDir = join(config.dataDir, 'tmp');
@@ -223,7 +228,10 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
         client.end();
       }, idleMs);
       idle.unref();
-      const touchIdle = () => idle.refresh();
+      const touchIdle = () => {
+        idle.refresh();
+        opts.activity?.();
+      };
       client.on('close', () => clearTimeout(idle));
       client.on('session', (acceptSession) => {
         const session: Session = acceptSession();
