@@ -11,13 +11,13 @@
  * so it costs no collections; an idle server has no timer running. No addon: nothing to do.
  */
 import { getHeapStatistics } from 'node:v8';
+import { trimMalloc } from './mem-trim.js';
 import { loadNativeAddon } from './native-addon.js';
 
 export const IDLE_MS = 2000;
 export const GROWTH_BYTES = 16 << 20;
 
 const heapAddon = loadNativeAddon<{ shrink(): void }>('heapshrink');
-const mallocAddon = loadNativeAddon<{ trim(): boolean }>('memtrim');
 
 /** Whether this process can shrink its heap (for tests). */
 export const heapShrinkAvailable = heapAddon !== undefined;
@@ -50,7 +50,7 @@ export function idleReclaimer(opts: { idleMs?: number; growthBytes?: number; onS
         return;
       }
       heapAddon!.shrink();
-      mallocAddon?.trim();
+      trimMalloc();
       baseline = heapCommitted(); // what stays is live: the next shrink waits for new growth
       opts.onShrink?.();
     }, idleMs).unref();
