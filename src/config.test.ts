@@ -40,6 +40,16 @@ async function refused(env: Record<string, string>, file: unknown, parts: Array<
   return msg;
 }
 
+describe('the config file', () => {
+  it('may start with a UTF-8 byte-order mark (as Windows Notepad saves it)', async () => {
+    const root = await temp();
+    const config = join(root, 'config.json');
+    await writeFile(config, '\uFEFF' + JSON.stringify({ http: { port: 6123 }, jwt_secret: 'a-secret-of-enough-length-1234567' }));
+    const c = await loadConfig({ data: join(root, 'data'), config }, {});
+    expect(c.http.port).toBe(6123);
+  });
+});
+
 describe('refused values', () => {
   it('site_url must be a URL or a path without .. (checked before anything is created)', async () => {
     await refused({ TREEGATE_SITE_URL: 'http://[nas/tg' }, undefined, ['site_url (from TREEGATE_SITE_URL): not a valid URL, got "http://[nas/tg"']);

@@ -311,7 +311,8 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
   let fromFile: Json = {};
   if (fileText !== undefined) {
     try {
-      fromFile = JSON.parse(fileText) as Json;
+      // A byte-order mark (Windows Notepad saves one) is no JSON, but the file is fine: skip it.
+      fromFile = JSON.parse(fileText.replace(/^\uFEFF/, '')) as Json;
     } catch (e) {
       throw new ConfigError(`config file ${configFile} is not valid JSON: ${(e as Error).message}`);
     }
