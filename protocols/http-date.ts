@@ -41,3 +41,12 @@ export function parseHttpDate(text: string | undefined): number | undefined {
   // A day past the month's end (31 Feb) rolls over into the next month; Go refuses it.
   return t.getUTCDate() === d && t.getUTCMonth() === month ? t.getTime() : undefined;
 }
+
+/**
+ * False for the modification time of a file whose storage did not give one (drivers use the Unix
+ * epoch then). Go's ServeContent (AList) sends no Last-Modified for it and ignores the date
+ * preconditions: compared, any If-Modified-Since answered 304 to a client holding an old copy.
+ */
+export function knownModTime(d: Date): boolean {
+  return d.getTime() !== 0;
+}

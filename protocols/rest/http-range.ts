@@ -6,7 +6,7 @@
  * Range header is ignored.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { parseHttpDate } from '../http-date.js';
+import { knownModTime, parseHttpDate } from '../http-date.js';
 
 export function etagOf(modified: Date, size: number): string {
   return `"${Math.floor(modified.getTime() / 1000).toString(16)}-${size.toString(16)}"`;
@@ -37,7 +37,7 @@ export function preconditionFailed(h: IncomingHttpHeaders, etag: string, modifie
   const im = header(h, 'if-match');
   if (im !== undefined && im.trim() !== '') return !etagListMatches(im, etag, false);
   const t = parseHttpDate(header(h, 'if-unmodified-since')); // not a valid HTTP-date: ignored
-  return t !== undefined && seconds(modified) > t / 1000;
+  return t !== undefined && knownModTime(modified) && seconds(modified) > t / 1000;
 }
 
 /** True when the client's cached copy is current (answer 304 to GET/HEAD). */
@@ -45,7 +45,7 @@ export function notModified(h: IncomingHttpHeaders, etag: string, modified: Date
   const inm = header(h, 'if-none-match');
   if (inm !== undefined) return etagListMatches(inm, etag, true);
   const t = parseHttpDate(header(h, 'if-modified-since')); // not a valid HTTP-date: ignored
-  return t !== undefined && seconds(modified) <= t / 1000;
+  return t !== undefined && knownModTime(modified) && seconds(modified) <= t / 1000;
 }
 
 export type RangePlan = { kind: 'full' } | { kind: 'partial'; start: number; end: number } | { kind: 'unsatisfiable' };
@@ -60,7 +60,7 @@ export function planRange(h: IncomingHttpHeaders, size: number, etag: string, mo
   const ifRange = header(h, 'if-range');
   if (ifRange !== undefined) {
     const v = ifRange.trim();
-    const fresh = v.startsWith('"') || v.startsWith('W/') ? v === etag : parseHttpDate(v) === seconds(modified) * 1000;
+    const fresh = v.startsWith('"') || v.startsWith('W/') ? v === etag : knownModTime(modified) && parseHttpDate(v) === seconds(modified) * 1000;
     if (!fresh) return { kind: 'full' };
   }
   const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(range.trim());

@@ -9,7 +9,7 @@ import { DavError } from './errors.js';
 import { evaluateIf, parseIf, submittedTokens, type IfList, type ResourceState } from './if-header.js';
 import { etagOf } from './resource.js';
 import { utf8Header } from '../header-text.js';
-import { parseHttpDate } from '../http-date.js';
+import { knownModTime, parseHttpDate } from '../http-date.js';
 import { hrefOf, parentOf, userPathOf, vpathOf, type Dav } from './request.js';
 import { esc } from './xml.js';
 import { storedPath } from './unicode-names.js';
@@ -39,11 +39,11 @@ export function conditional(dav: Pick<Dav, 'req' | 'method'>, e: Entry | undefin
   if (ifMatch && (!etag || (ifMatch.trim() !== '*' && !etagList(ifMatch).includes(etag)))) return 412;
   // A value that is not an HTTP-date is ignored (RFC 9110 §13.1.4), not read by Date.parse's rules.
   const ius = parseHttpDate(h['if-unmodified-since']);
-  if (!ifMatch && e && ius !== undefined && seconds(e.modified) > ius / 1000) return 412;
+  if (!ifMatch && e && ius !== undefined && knownModTime(e.modified) && seconds(e.modified) > ius / 1000) return 412;
   const inm = h['if-none-match'];
   if (inm) return etag && (inm.trim() === '*' || etagList(inm).map(weakless).includes(etag)) ? (read ? 304 : 412) : undefined;
   const ims = parseHttpDate(h['if-modified-since']);
-  if (read && e && ims !== undefined && seconds(e.modified) <= ims / 1000) return 304;
+  if (read && e && ims !== undefined && knownModTime(e.modified) && seconds(e.modified) <= ims / 1000) return 304;
   return undefined;
 }
 

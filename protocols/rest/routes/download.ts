@@ -25,6 +25,7 @@ import type { RoutePlugin } from '../route-types.js';
 import { ApiError } from '../envelope.js';
 import { extOf, settingOr, typeList } from '../entry.js';
 import { downProxy, mustProxy } from '../fs-common.js';
+import { knownModTime } from '../../http-date.js';
 import { attachment, etagOf, notModified, planRange, preconditionFailed } from '../http-range.js';
 import { queryString } from '../input.js';
 import { contentTypeOf } from '../mime.js';
@@ -91,7 +92,7 @@ async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: 
   const etag = etagOf(entry.modified, size);
   reply.header('Accept-Ranges', 'bytes');
   reply.header('ETag', etag);
-  reply.header('Last-Modified', entry.modified.toUTCString());
+  if (knownModTime(entry.modified)) reply.header('Last-Modified', entry.modified.toUTCString());
   reply.header('Content-Type', contentTypeOf(entry.name));
   reply.header('Content-Disposition', attachment(entry.name));
   if (preconditionFailed(req.headers, etag, entry.modified)) {

@@ -12,7 +12,7 @@ import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
 import { uploadBody } from '../../upload-body.js';
-import { parseHttpDate } from '../../http-date.js';
+import { knownModTime, parseHttpDate } from '../../http-date.js';
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);
 
@@ -36,7 +36,7 @@ function ifRangeHolds(h: string | undefined, e: Entry, etag: string): boolean {
   const v = h.trim();
   if (v.startsWith('"') || v.startsWith('W/')) return v === etag;
   // RFC 9110 §13.1.5: a date must equal Last-Modified exactly (an entity tag compares strongly, above).
-  return parseHttpDate(v) === seconds(e.modified) * 1000;
+  return knownModTime(e.modified) && parseHttpDate(v) === seconds(e.modified) * 1000;
 }
 
 /** A redirect the storage's webdav_policy asks for, or undefined to stream through treegate. */
@@ -67,14 +67,15 @@ export async function get(dav: Dav, tries = GET_TRIES): Promise<void> {
     throw new VfsError('IS_A_DIR');
   }
   const etag = etagOf(e);
+  const lastModified: Record<string, string> = knownModTime(e.modified) ? { 'Last-Modified': httpDate(e.modified) } : {};
   const headers: Record<string, string | number> = {
     ETag: etag,
-    'Last-Modified': httpDate(e.modified),
+    ...lastModified,
     'Accept-Ranges': 'bytes',
     'Content-Type': contentTypeOf(e.name),
   };
   const cond = conditional(dav, e);
-  if (cond) return sendStatus(dav.res, cond, cond === 304 ? { ETag: etag, 'Last-Modified': headers['Last-Modified']! } : {});
+  if (cond) return sendStatus(dav.res, cond, cond === 304 ? { ETag: etag, ...lastModified } : {});
 
   let range = ifRangeHolds(dav.req.headers['if-range'] as string | undefined, e, etag) ? parseRange(dav.req.headers.range, e.size) : undefined;
   if (range === 'bad') return sendStatus(dav.res, 416, { 'Content-Range': `bytes */${e.size}` });
