@@ -4,13 +4,13 @@
  * polled. When a download finishes with `followedBy` GIDs (a .torrent, metalink or magnet fetched
  * first), the task follows them. Every run adds the URL anew (downloads do not resume).
  *
- * A job larger than offline_download_max_size fails as soon as aria2 knows its length (no
- * preallocation: file-allocation=none). Torrents do not seed (seed-time=0) and their .torrent is
- * kept in memory; when the job completes, only the files aria2 lists for it (getFiles) are kept in
- * the folder (no `.aria2` control file). Whatever the outcome, the job and its download result are
- * removed from aria2.
+ * A download larger than offline_download_max_size (its jobs together: a metalink's files run side
+ * by side) fails as soon as aria2 knows the length (no preallocation: file-allocation=none).
+ * Torrents do not seed (seed-time=0) and their .torrent is kept in memory; when the job completes,
+ * only the files aria2 lists for it (getFiles) are kept in the folder (no `.aria2` control file).
+ * Whatever the outcome, the job and its download result are removed from aria2.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readdir, rm, rmdir } from 'node:fs/promises';
 import { join as hostJoin, resolve as hostResolve } from 'node:path';
 import type { Settings } from '../../settings/settings.js';
@@ -39,7 +39,10 @@ const JOB_OPTIONS = { 'file-allocation': 'none', 'seed-time': '0', 'follow-torre
 
 class Aria2Timeout extends Error {}
 
-/** Whether a URL's host is this machine (a loopback name or address). */
+/**
+ * Whether a URL's host is this machine: a loopback name or address, or an unspecified one
+ * (0.0.0.0, ::), which a connection takes for this machine too.
+ */
 export function isLoopbackUrl(text: string): boolean {
   let host: string;
   try {
@@ -47,7 +50,7 @@ export function isLoopbackUrl(text: string): boolean {
   } catch {
     return false;
   }
-  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || host === '::' || /^(127\.\d+\.\d+\.\d+|0\.0\.0\.0)$/.test(host);
 }
 
 /** Remove every file under `dir` that is not in `keep` (absolute paths), then the folders left empty. */
@@ -134,21 +137,28 @@ export class Aria2Tool implements OfflineTool {
     const options: Record<string, string> = { dir, ...JOB_OPTIONS };
     if (this.proxyUrl && isLoopbackUrl(this.settings.get('aria2_uri'))) {
       const proxy = await this.proxyUrl();
-      Object.assign(options, { 'http-proxy': proxy, 'https-proxy': proxy });
+      // no-proxy emptied: aria2's own list (its aria2.conf) would send those hosts around the check.
+      Object.assign(options, { 'http-proxy': proxy, 'https-proxy': proxy, 'no-proxy': '' });
     }
     return options;
   }
 
   async download(job: DownloadJob): Promise<void> {
-    const first = await this.rpc<string>('aria2.addUri', [[job.url.href], await this.jobOptions(job.dir)], job.signal);
+    // The gid is ours, recorded before addUri: a cancel or stop while aria2 answers it (the job
+    // added, its gid not yet known here) still finds the job to drop.
+    const first = randomBytes(8).toString('hex');
     const all = [first];
     // Every gid is kept, not only the current one: after a crash, forget() must drop them all.
     job.patch({ gid: first, gids: [first] });
     const stop = () => void this.drop(all);
     job.signal.addEventListener('abort', stop, { once: true });
     try {
+      await this.rpc<string>('aria2.addUri', [[job.url.href], { ...(await this.jobOptions(job.dir)), gid: first }], job.signal);
       const pending = [first];
       const leaves: string[] = [];
+      /** Bytes of each job holding files (not a followed .torrent or metalink): the limit is on their sum. */
+      const sizes = new Map<string, number>();
+      const sizeOf = (s: Aria2Status) => Math.max(Number(s.totalLength ?? 0), Number(s.completedLength ?? 0));
       while (pending.length > 0) {
         const gid = pending[0]!;
         const s = await this.status(gid, job.signal);
@@ -156,13 +166,18 @@ export class Aria2Tool implements OfflineTool {
         const done = Number(s.completedLength ?? 0);
         job.report(`aria2: ${s.status}`, total > 0 ? (done * 100) / total : 0, total || undefined);
         const max = this.maxBytes();
-        if (max > 0 && (total > max || done > max)) throw new Error(`the file is larger than the offline download limit of ${max} bytes`);
+        sizes.set(gid, sizeOf(s));
+        // The jobs waiting their turn here run in aria2 meanwhile (a metalink's files side by
+        // side): watching only the first let the others grow past the limit unseen.
+        if (max > 0) for (const g of pending.slice(1)) sizes.set(g, sizeOf(await this.status(g, job.signal)));
+        if (max > 0 && [...sizes.values()].reduce((a, b) => a + b, 0) > max) throw new Error(`the file is larger than the offline download limit of ${max} bytes`);
         // A torrent that is seeding has all its bytes: AList counts it as complete.
         const seeding = s.status === 'active' && s.seeder === 'true' && total > 0 && done === total;
         if (s.status === 'complete' || seeding) {
           pending.shift();
           const next = s.followedBy ?? [];
           if (next.length === 0) leaves.push(gid);
+          else sizes.delete(gid); // the .torrent or metalink itself, kept in memory
           // the real downloads behind a torrent/metalink/magnet
           for (const g of next) if (!all.includes(g)) (pending.push(g), all.push(g));
           if (next.length) job.patch({ gid: next[0], gids: [...all] });

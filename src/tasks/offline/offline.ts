@@ -23,7 +23,7 @@ import type { Settings } from '../../settings/settings.js';
 import type { TaskRecord } from '../../store/types.js';
 import type { VfsApi } from '../../vfs/types.js';
 import { FatalTaskError, type TaskManager } from '../manager.js';
-import { TASK_STATE, type KindRunner, type TaskInfo } from '../types.js';
+import { TASK_STATE, type KindRunner, type TaskHandle, type TaskInfo } from '../types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf } from '../where.js';
 import { Aria2Tool } from './aria2.js';
 import { EgressProxy } from './egress-proxy.js';
@@ -163,7 +163,11 @@ export class Offline {
         // unless the tool resumes from them (a retry after a failure that kept them).
         const dir = this.dirOf(t);
         await tool.forget?.(t.id, t.args, tool.rechecks === true, dir).catch(() => undefined);
-        if (t.children().length === 0 && !tool.rechecks) await rm(dir, { recursive: true, force: true });
+        // Transfers started by an earlier run, which failed or was cancelled after them (e.g. in
+        // qBittorrent's removal after seeding): the download was complete, and its job in the tool
+        // is gone now. Downloading again put every file a second time, side by side with the first.
+        if (t.children().length > 0) return this.startTransfers(t, dir, false);
+        if (!tool.rechecks) await rm(dir, { recursive: true, force: true });
         await mkdir(dir, { recursive: true, mode: 0o700 });
         if (tool.followsRedirects && this.guard.enforced() && (url.protocol === 'http:' || url.protocol === 'https:')) {
           url = await resolveRedirects(this.guard, url, t.signal);
@@ -177,17 +181,7 @@ export class Offline {
           },
         };
         await tool.download(job);
-        t.setStatus('offline download completed, maybe transferring');
-        const names = await readdir(dir);
-        if (names.length === 0) throw new Error('the download produced no file');
-        const dst = str(t.args.dst);
-        const dstWhere = fmtWhere(await whereOf(this.vfs, t.ctx, dst));
-        for (const n of names) {
-          const src = hostJoin(dir, n);
-          await t.spawn('offline_download_transfer', `transfer [](${hostRelative(this.tempRoot, src)}) to ${dstWhere}`, {
-            src, dst, storage: t.args.storage, root: dir, delete_policy: str(t.args.delete_policy),
-          });
-        }
+        await this.startTransfers(t, dir, true);
         await tool.afterComplete?.(job, t.setStatus);
       },
       // A download that ends without having started transfers leaves nothing worth keeping.
@@ -204,6 +198,26 @@ export class Offline {
         if (!transferring) await rm(this.dirOf(rec), { recursive: true, force: true });
       },
     });
+  }
+
+  /**
+   * One transfer per top-level entry of the download folder, but none for an entry an earlier run
+   * of the task already started one for. `fresh`: the tool has just downloaded (no file is an error).
+   */
+  private async startTransfers(t: TaskHandle, dir: string, fresh: boolean): Promise<void> {
+    t.setStatus('offline download completed, maybe transferring');
+    const names = await readdir(dir).catch((e: unknown) => (fresh ? Promise.reject(e) : []));
+    if (fresh && names.length === 0) throw new Error('the download produced no file');
+    const dst = str(t.args.dst);
+    const dstWhere = fmtWhere(await whereOf(this.vfs, t.ctx, dst));
+    const started = new Set(t.children().map((c) => c.args.src));
+    for (const n of names) {
+      const src = hostJoin(dir, n);
+      if (started.has(src)) continue;
+      await t.spawn('offline_download_transfer', `transfer [](${hostRelative(this.tempRoot, src)}) to ${dstWhere}`, {
+        src, dst, storage: t.args.storage, root: dir, delete_policy: str(t.args.delete_policy),
+      });
+    }
   }
 
   transferRunner(): KindRunner {

@@ -3,9 +3,10 @@
  * credentials (`http://user:pass@host:port/`); we log in for a SID cookie (re-login once on 403).
  * A download is `torrents/add` by URL with savepath = the task's temp folder and the tag
  * `treegate-<task id>`, then `torrents/info?tag=` is polled. After the transfers are started the
- * task waits qbittorrent_seedtime minutes, then deletes the torrent without its files. Every run
- * adds the link anew; a run that is cancelled or stopped deletes its torrent with its files,
- * watching for it a while when qBittorrent has not listed it yet. A run that fails (e.g. exceeds
+ * task waits qbittorrent_seedtime minutes, then deletes the torrent without its files (a negative
+ * seed time leaves it seeding, as AList does). Every run adds the link anew; a run that is
+ * cancelled or stopped deletes its torrent with its files, watching for it a while when
+ * qBittorrent has not listed it yet. A run that fails (e.g. exceeds
  * offline_download_max_size) deletes only the torrent: a retry adds it again over its files, which
  * qBittorrent checks and resumes from (the task's folder goes when the task ends failed).
  * qBittorrent deletes a torrent's files wherever they are now: files are deleted through it only
@@ -202,6 +203,8 @@ export class QbittorrentTool implements OfflineTool {
 
   async afterComplete(job: DownloadJob, setStatus: (s: string) => void): Promise<void> {
     const minutes = this.settings.number('qbittorrent_seedtime');
+    // As AList: a negative seed time seeds for good (the torrent stays in qBittorrent).
+    if (minutes < 0) return;
     if (minutes > 0) {
       setStatus('offline download completed, waiting for seeding');
       await sleep(minutes * 60_000, job.signal);

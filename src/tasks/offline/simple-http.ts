@@ -78,7 +78,8 @@ async function follow(guard: SsrfGuard, start: URL, signal: AbortSignal, idleMs:
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return { url };
     const res = await guardedGet(guard, url, signal, idleMs);
     if (!REDIRECTS.has(res.statusCode ?? 0) || !res.headers.location) return { url, res };
-    res.resume();
+    // Dropped, not drained: a redirect's body may never end, and nothing would stop reading it.
+    res.destroy();
     url = new URL(res.headers.location, url);
   }
   throw new Error('too many redirects');
@@ -116,7 +117,7 @@ export class SimpleHttpTool implements OfflineTool {
     if (!res) throw new Error(`unsupported URL scheme ${url.protocol}`);
     const status = res.statusCode ?? 0;
     if (status >= 400) {
-      res.resume();
+      res.destroy(); // not drained: its body may never end
       throw new Error(`http status code ${status}`);
     }
     await this.save(job, url, res);

@@ -94,6 +94,9 @@ export class SsrfGuard {
       for (const inner of magnetUrls(url)) await this.checkHost(inner);
       return;
     }
+    // A BitComet link (bc://bt/<base64 of name, size, info hash>) is a magnet with only an info
+    // hash: `bt` is no host to contact (looked up, it failed every such link).
+    if (url.protocol === 'bc:' && url.host === 'bt') return;
     await this.checkHost(url);
   }
 
