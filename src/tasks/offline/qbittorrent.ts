@@ -28,8 +28,15 @@ interface TorrentInfo {
   content_path?: string;
 }
 
-const COMPLETE = new Set(['uploading', 'stalledUP', 'pausedUP', 'queuedUP', 'checkingUP', 'forcedUP']);
-const FAILED = new Set(['error', 'missingFiles']);
+// qBittorrent 5 calls paused torrents stopped (stoppedUP, stoppedDL); 4.x says pausedUP, pausedDL.
+// Seen from a 5.x, a finished torrent the user stopped waited here for good.
+const COMPLETE = new Set(['uploading', 'stalledUP', 'pausedUP', 'stoppedUP', 'queuedUP', 'checkingUP', 'forcedUP']);
+const FAILED = new Set(['error', 'missingFiles', 'unknown']);
+
+/** What a torrent's state means for its download: done, failed, or still to wait for. */
+export function stateOutcome(state: string): 'complete' | 'failed' | 'waiting' {
+  return COMPLETE.has(state) ? 'complete' : FAILED.has(state) ? 'failed' : 'waiting';
+}
 /** How long a just-added URL may take to show up as a torrent (qBittorrent fetches it first). */
 const APPEAR_MS = 60_000;
 
@@ -190,8 +197,9 @@ export class QbittorrentTool implements OfflineTool {
           job.report(t.state, t.progress * 100, size || undefined);
           const max = this.maxBytes();
           if (max > 0 && size > max) throw new Error(`the file is larger than the offline download limit of ${max} bytes`);
-          if (COMPLETE.has(t.state)) return;
-          if (FAILED.has(t.state)) throw new Error(`qBittorrent: torrent state ${t.state}`);
+          const outcome = stateOutcome(t.state);
+          if (outcome === 'complete') return;
+          if (outcome === 'failed') throw new Error(`qBittorrent: torrent state ${t.state}`);
         }
         await sleep(this.pollMs, job.signal);
       }
