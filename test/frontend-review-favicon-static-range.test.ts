@@ -3,32 +3,15 @@
  * protocols/rest/routes/frontend.ts and protocols/rest/frontend/*, each shown against a running server.
  * The same Location encoding holds for the other redirects to admin-entered URLs (down_proxy_url).
  */
-import { request } from 'node:http';
 import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { putFile } from './fs-helpers.js';
+import { davRequest } from './clients/webdav.js';
 import { makeFakeFrontend, type FakeFrontend } from './frontend-fixture.js';
 
-interface Raw {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-function raw(base: string, path: string, method = 'GET', headers: Record<string, string> = {}): Promise<Raw> {
-  const { port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** One raw request (any method, no redirects followed). */
+const raw = (base: string, path: string, method = 'GET', headers: Record<string, string> = {}) => davRequest(base, method, path, { headers });
 
 let fe: FakeFrontend;
 let srv: TestServer;
