@@ -2,10 +2,12 @@
  * HTTP Basic authentication for WebDAV: the user's own password, checked by Accounts (shared login
  * throttle, verified-credential cache, disabled and protocol-bit refusal). Users with 2FA are refused
  * (403): Basic cannot carry a one-time code, and accepting the password alone would make WebDAV the
- * way around 2FA.
+ * way around 2FA. As AList, `Authorization: Bearer <the admin API token>` (setting `token`) is the
+ * admin: scripts that hold that token reach WebDAV with it too.
  */
 import type { IncomingMessage } from 'node:http';
-import type { LoginResult } from '../../src/auth/accounts.js';
+import { principalOf, type LoginResult } from '../../src/auth/accounts.js';
+import { safeEqual } from '../../src/auth/passwords.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { DavError } from './errors.js';
 import type { DavDeps } from './request.js';
@@ -25,10 +27,20 @@ export function parseBasic(header: string | undefined): { username: string; pass
 
 /** The request's principal; synchronous when the credential is in Accounts' cache (most requests). */
 export function authenticate(deps: DavDeps, req: IncomingMessage, ip: string): Principal | Promise<Principal> {
+  const bearer = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+  if (bearer !== undefined) return adminByApiToken(deps, bearer);
   const cred = parseBasic(req.headers.authorization);
   if (!cred) throw new DavError(401, 'authentication required');
   const r = deps.accounts.authenticateCached({ ...cred, ip, protocol: 'webdav', skipOtp: false });
   return r instanceof Promise ? r.then(principalOrThrow) : principalOrThrow(r);
+}
+
+async function adminByApiToken(deps: DavDeps, token: string): Promise<Principal> {
+  const apiToken = deps.settings.get('token');
+  if (apiToken === '' || !safeEqual(token, apiToken)) throw new DavError(401, 'bad credentials');
+  const admin = await deps.accounts.admin();
+  if (!admin) throw new DavError(401, 'bad credentials');
+  return principalOf(admin);
 }
 
 function principalOrThrow(r: LoginResult): Principal {
