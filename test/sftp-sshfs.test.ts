@@ -43,8 +43,8 @@ describe('sshfs mount', () => {
   it('creates a file with `echo hi > mnt/new.txt`', async () => {
     const r = await run('sh', ['-c', `echo hi > ${join(mnt, 'new.txt')}`]);
     expect(r.code, r.stderr).toBe(0);
-    // The upload lands at CLOSE, which sshfs sends from FUSE's asynchronous release: allow it a
-    // moment (a read through the mount before then finds no file yet).
+    // The upload lands at CLOSE, which sshfs sends from FUSE's asynchronous release: on disk it
+    // shows a moment later (a read through the mount waits for it: HandleTable.landed).
     const onDisk = join(s.dataDir, 'storage', 'new.txt');
     let body = '';
     for (let i = 0; i < 50 && body !== 'hi\n'; i++) {

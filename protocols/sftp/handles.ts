@@ -49,6 +49,8 @@ export class HandleTable {
   private opening = 0;
   /** Uploads whose CLOSE is being carried out, and their handles. */
   private readonly uploadsClosing = new Map<Promise<unknown>, WriteHandle>();
+  /** OPENs of files under way, by path (the latest of each): see landed. */
+  private readonly openingFiles = new Map<string, Promise<unknown>>();
   private readonly uid: number;
 
   /**
@@ -78,12 +80,22 @@ export class HandleTable {
   }
 
   /**
-   * Wait until this session's uploads landing under the name `path` (CLOSE under way) are done:
-   * FUSE sends the CLOSE of a file unlinked while open and the REMOVE of its .fuse_hidden name
-   * without waiting in between, and that REMOVE found nothing yet, leaving the file behind.
+   * Wait until what this session has under way at `path` is done: its uploads landing under that
+   * name (CLOSE under way; with `below`, also those landing anywhere under the folder `path`: a
+   * folder renamed meanwhile lost the file) and its OPEN of that file. FUSE (sshfs) sends CLOSE
+   * from the kernel's asynchronous release, so the app's next call reaches us while the file is
+   * still landing: the REMOVE of a .fuse_hidden name left the file behind, `echo hi > f && cat f`
+   * (or mv, ls, touch, `>>`) found no f, and `mv dir dir2` lost the file. sshfs also pipelines a STAT
+   * right behind OPEN(CREAT): an OPEN that looks at the storage first (EXCL: `cp` to the mount; no
+   * TRUNC: `>>`) had no handle yet, so the STAT found nothing and the create failed with ENOENT.
+   * undefined when nothing is under way there: no await, so requests keep their order.
    */
-  async landed(path: string): Promise<void> {
-    await Promise.allSettled([...this.uploadsClosing].filter(([, h]) => h.name === path).map(([landing]) => landing));
+  landed(path: string, below = false): Promise<void> | undefined {
+    const under = path === '/' ? '/' : `${path}/`;
+    const waits: Promise<unknown>[] = [...this.uploadsClosing].filter(([, h]) => h.name === path || (below && h.name.startsWith(under))).map(([landing]) => landing);
+    const opening = this.openingFiles.get(path);
+    if (opening) waits.push(opening);
+    return waits.length ? Promise.allSettled(waits).then(() => undefined) : undefined;
   }
 
   get(id: Buffer): Handle {
@@ -111,7 +123,11 @@ export class HandleTable {
 
   /** OPEN of a file: the new handle's id. */
   openFile(path: string, flags: number): Promise<Buffer> {
-    return this.reserved((taken) => this.open(path, flags, taken));
+    const opened = this.reserved((taken) => this.open(path, flags, taken));
+    this.openingFiles.set(path, opened);
+    const done = () => void (this.openingFiles.get(path) === opened && this.openingFiles.delete(path));
+    opened.then(done, done);
+    return opened;
   }
 
   /** CLOSE: the handle is gone at once; an upload's CLOSE returns once the file landed. */

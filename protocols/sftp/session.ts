@@ -147,6 +147,9 @@ export class SftpSession {
         // `name/` names a folder (open(2): EISDIR to create or write, ENOTDIR on a file); `scp f
         // host:newdir/` would otherwise create a file called newdir.
         if (namesFolder(filename)) throw new VfsError('IS_A_DIR', 'is a directory');
+        // An upload of this session still landing there first (HandleTable.landed); no await otherwise.
+        const landing = this.handles.landed(clientPath(filename));
+        if (landing) await landing;
         this.out().handle(id, await this.handles.openFile(clientPath(filename), flags));
       }),
     );
@@ -206,6 +209,8 @@ export class SftpSession {
     const stat = (id: number, p: string) =>
       this.run(id, async () => {
         const path = clientPath(p);
+        const landing = this.handles.landed(path);
+        if (landing) await landing; // only then: a STAT pipelined after OPEN must find its handle
         // A file this session has open for writing is answered from the handle while it is open:
         // the upload only lands at CLOSE (until then the VFS has no file, or the old one whose size
         // TRUNC made stale), and sshfs STATs right after OPEN(CREAT) and fails the create on ENOENT.
@@ -218,6 +223,7 @@ export class SftpSession {
     s.on('LSTAT', stat);
     s.on('OPENDIR', (id: number, p: string) =>
       this.run(id, async () => {
+        await this.handles.landed(clientPath(p), true);
         this.out().handle(id, await this.handles.openDir(clientPath(p)));
       }),
     );
@@ -313,6 +319,7 @@ export class SftpSession {
   /** RENAME (overwrite: false) and posix-rename (overwrite: true); `x/` on either side needs a folder. */
   private async rename(from: string, to: string, overwrite: boolean): Promise<void> {
     const src = clientPath(from);
+    await Promise.all([this.handles.landed(src, true), this.handles.landed(clientPath(to))]);
     const w = namesFolder(from) || namesFolder(to) ? undefined : this.handles.writerOf(src);
     if (w && posix.dirname(clientPath(to)) === posix.dirname(src)) return this.renameWriting(w, clientPath(to), overwrite);
     await this.folderIf(namesFolder(from) || namesFolder(to), src);
@@ -334,7 +341,10 @@ export class SftpSession {
 
   private async fstat(h: Handle): Promise<Attributes> {
     if (h.kind === 'read') return attrsOf(h.entry);
-    if (h.kind === 'write') return attrsOf({ isDir: false, size: h.size, modified: new Date() });
+    // An mtime set on the open file (futimens: `touch -d`, `cp -p` through sshfs) is what it shows
+    // until CLOSE applies it: answering "now" made `touch -d 2002-01-01 f && stat f` show today,
+    // and sshfs kept that in its attribute cache.
+    if (h.kind === 'write') return attrsOf({ isDir: false, size: h.size, modified: h.modified ?? new Date() });
     return attrsOf(await this.vfs.stat(this.ctx, h.path));
   }
 
@@ -345,6 +355,7 @@ export class SftpSession {
    * A path this session is writing goes to its handle.
    */
   private async setstat(path: string, attrs: InputAttributes): Promise<void> {
+    await this.handles.landed(path);
     const w = this.handles.writerOf(path);
     if (w) return this.setstatWriting(w, attrs);
     if (attrs.size !== undefined) refuseResize((await this.vfs.stat(this.ctx, path)).size, attrs.size);

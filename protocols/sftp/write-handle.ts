@@ -156,6 +156,11 @@ export class WriteHandle {
     this.mtime = d;
   }
 
+  /** That mtime, if any: (F)STAT answers it while the file is open (see SftpSession.fstat). */
+  get modified(): Date | undefined {
+    return this.mtime;
+  }
+
   write(offset: number, data: Buffer): Promise<void> {
     if (this.closing) return Promise.reject(new VfsError('INVALID', 'handle is closing'));
     const op = this.chain.then(() => this.doWrite(offset, data)).catch((e: unknown) => Promise.reject(spillFailure(e)));
