@@ -43,10 +43,13 @@ function lsDate(d: Date, now: number): string {
   return `${mon} ${day}  ${d.getUTCFullYear()}`;
 }
 
-/** OpenSSH's format: "%s %3u %-8.8s %-8.8s %8llu %s %s". */
+/**
+ * OpenSSH's format: "%s %3u %-8.8s %-8.8s %8llu %s %s". Clients (FileZilla, lftp) split it on
+ * white space, so a user name with a space would make two columns: it is shown with `_` instead.
+ */
 export function longnameOf(e: Pick<Entry, 'isDir' | 'size' | 'modified' | 'name'>, owner: string, now = Date.now()): string {
   const perm = e.isDir ? 'drwxr-xr-x' : '-rw-r--r--';
-  const o = owner.slice(0, 8).padEnd(8, ' ');
+  const o = owner.replace(/\s/g, '_').slice(0, 8).padEnd(8, ' ');
   const size = String(e.isDir ? 0 : e.size).padStart(8, ' ');
   return `${perm}   1 ${o} ${o} ${size} ${lsDate(e.modified, now)} ${e.name}`;
 }
