@@ -6,10 +6,12 @@
  *
  * 2FA (README "## SFTP"): the `password` method cannot carry a TOTP code, so it refuses users with
  * 2FA; `keyboard-interactive` asks "Password:" and, for those users, then "Verification code:".
- * Public keys are a second factor of their own and skip TOTP, as in AList.
+ * Public keys are a second factor of their own and skip TOTP, as in AList. The guest, while enabled
+ * with the SFTP permission, logs in as `guest` with no credentials at all (method `none`), as in
+ * AList: it needs none on REST either.
  */
 import { createHash } from 'node:crypto';
-import type { AuthContext, KeyboardAuthContext, PasswordAuthContext, PublicKeyAuthContext } from 'ssh2';
+import type { AuthContext, KeyboardAuthContext, NoneAuthContext, PasswordAuthContext, PublicKeyAuthContext } from 'ssh2';
 import ssh2 from 'ssh2';
 import type { Logger } from 'pino';
 import type { Accounts, LoginFailure, LoginResult } from '../../src/auth/accounts.js';
@@ -62,6 +64,8 @@ export class SftpAuth {
         return this.password(ctx);
       case 'keyboard-interactive':
         return this.keyboard(ctx);
+      case 'none':
+        return this.none(ctx);
       default:
         ctx.reject(METHODS);
     }
@@ -85,6 +89,16 @@ export class SftpAuth {
   private refuse(ctx: AuthContext, reason: string): void {
     this.d.log.info({ user: ctx.username, ip: this.ip, method: ctx.method, reason }, 'sftp login refused');
     ctx.reject(METHODS);
+  }
+
+  /** Every client tries `none` first: only the guest's is accepted, and only others' go unlogged. */
+  private async none(ctx: NoneAuthContext): Promise<void> {
+    const guest = await this.d.accounts.guest();
+    if (!guest || ctx.username !== guest.username) return ctx.reject(METHODS);
+    const principal = principalOf(guest);
+    if (principal.disabled) return this.refuse(ctx, 'disabled');
+    if (!can.login(principal, 'sftp')) return this.refuse(ctx, 'protocol_denied');
+    this.accept(ctx, guest, principal, 'none');
   }
 
   private async publickey(ctx: PublicKeyAuthContext): Promise<void> {
