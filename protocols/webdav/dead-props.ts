@@ -89,15 +89,26 @@ export class DeadProps {
 
   async copyTree(src: string, dst: string): Promise<void> {
     await this.ready();
-    // A copy counts toward MAX_TOTAL_CHARS as a PROPPATCH does: unchecked, each COPY of a folder
-    // doubled its properties (8 MiB of them became 16, then 32: kv.jsonl grew without end). Past the
-    // bound nothing is copied (507); a copy that adds nothing (the same one again) always passes.
-    const copies = this.subtree(src).filter(([p]) => !isWithin(dst, p)).map(([p, props]) => [join(dst, relativeTo(src, p)!), props] as const);
+    const copies = this.checkCopy(src, dst);
+    await this.removeTree(dst);
+    for (const [p, props] of copies) await this.write(p, [...props]);
+  }
+
+  /**
+   * The properties a copy of `src` to `dst` adds, or NO_SPACE (507) when they do not fit. A copy
+   * counts toward MAX_TOTAL_CHARS as a PROPPATCH does: unchecked, each COPY of a folder doubled its
+   * properties (8 MiB of them became 16, then 32: kv.jsonl grew without end). Past the bound nothing
+   * is copied; a copy that adds nothing (the same one again) always passes. COPY asks before it copies
+   * the resources: asked only afterwards, it answered 507 for a copy it had made. `deep` false: the
+   * properties of `src` itself (a COPY with Depth 0).
+   */
+  checkCopy(src: string, dst: string, deep = true): Array<readonly [string, DeadProp[]]> {
+    const from = deep ? this.subtree(src) : this.map.has(src) ? [[src, this.map.get(src)!] as [string, DeadProp[]]] : [];
+    const copies = from.filter(([p]) => !isWithin(dst, p)).map(([p, props]) => [join(dst, relativeTo(src, p)!), props] as const);
     const freed = this.subtree(dst).reduce((n, [p, props]) => n + weightOf(p, props), 0);
     const added = copies.reduce((n, [p, props]) => n + weightOf(p, props), 0);
     if (added > freed && this.total - freed + added > MAX_TOTAL_CHARS) throw new VfsError('NO_SPACE', 'no room for more dead properties', { path: dst });
-    await this.removeTree(dst);
-    for (const [p, props] of copies) await this.write(p, [...props]);
+    return copies;
   }
 
   async moveTree(src: string, dst: string): Promise<void> {

@@ -139,8 +139,10 @@ export class VfsWriter {
         await this.sameMountTarget(src, vd, this.vfs.args(ctx));
       } catch (e) {
         if (!isVfsError(e, 'CROSS_MOUNT')) throw e;
-        // Between storages a move is a copy and a removal (what adapters build from other calls).
-        if (kind === 'move') requireBit(can.copy(ctx.principal));
+        // Between storages a move is a copy and a removal (what adapters build from other calls): both
+        // bits are asked first, or the copy was made and the removal then refused (a file in both places).
+        if (kind === 'move') requireBit(can.copy(ctx.principal) && can.remove(ctx.principal));
+        await requireWrite(ctx, this.rules, parent(vd)); // made of puts and mkdirs, which need it
         return;
       }
       const srcObj = await this.vfs.tree.objAt(src.mount, src.dpath, this.vfs.args(ctx));
@@ -148,6 +150,11 @@ export class VfsWriter {
       // member, a file streamed (read + put, as between storages). Only a move needs the driver's.
       if (kind === 'move') this.requireTransferCaps(kind, src, vs, vd);
       else if (!srcObj.isDir && !src.mount.capabilities.canCopy) requireCap(src.mount.capabilities, 'canPut');
+      // Those copies (a folder under a new name may be one) are puts and mkdirs, which need the write
+      // the driver's own copy does not: asked here, or the destination was removed, then the copy refused.
+      if (kind === 'copy' && (!src.mount.capabilities.canCopy || (srcObj.isDir && basename(vs) !== basename(vd)))) {
+        await requireWrite(ctx, this.rules, parent(vd));
+      }
       if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
     } finally {
       this.vfs.release(src);

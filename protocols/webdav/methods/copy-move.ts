@@ -4,7 +4,7 @@
  * with the resource; locks stay behind (they never follow a copy, and a moved source loses them).
  */
 import { Readable } from 'node:stream';
-import { isVfsError } from '../../../src/errors.js';
+import { isVfsError, VfsError } from '../../../src/errors.js';
 import { isWithin } from '../../../src/paths.js';
 import { checkPreconditions, checkWrite, type WriteTarget } from '../conditions.js';
 import { DavError } from '../errors.js';
@@ -60,9 +60,12 @@ export async function copyMove(dav: Dav): Promise<void> {
   // UNLOCK fail. So locks rooted at the destination are put back once the tree has settled.
   const kept = existing ? dav.locks.covering(vdst).filter((l) => l.root === vdst) : [];
   const newFolder = !move && src.isDir && depth === '0'; // a mkdir, not a transfer
+  // Properties that will not fit refuse the COPY before anything is copied or replaced (dead-props.ts).
+  if (!move) dav.props.checkCopy(vsrc, vdst, !newFolder);
   if (existing && !replaceInPlace) {
     // What the transfer would refuse is refused before the destination is removed (it was lost).
     if (!newFolder) await vfs.checkTransfer(move ? 'move' : 'copy', dav.ctx, dav.path, dst);
+    else if (!(await vfs.facts(dav.ctx, parentOf(dst))).write) throw new VfsError('READ_ONLY'); // the mkdir's
     // Locks and dead properties of what is removed or moved follow the tree (follow-changes.ts).
     await vfs.remove(dav.ctx, dst);
   }
@@ -96,6 +99,10 @@ async function moveOrCopyAcross(dav: Dav, dst: string, isDir: boolean, overwrite
     await vfs.moveTo(dav.ctx, dav.path, dst, { overwrite });
   } catch (e) {
     if (!isVfsError(e, 'CROSS_MOUNT')) throw e;
+    // What would refuse the copy or the removal refuses before the copy (it answered 403 or 507
+    // for a copy it had made, and the file was in both places).
+    await vfs.checkTransfer('move', dav.ctx, dav.path, dst);
+    dav.props.checkCopy(vpathOf(dav, dav.path), vpathOf(dav, dst));
     await copy(dav, dst, isDir, overwrite);
     await dav.settled();
     await dav.props.copyTree(vpathOf(dav, dav.path), vpathOf(dav, dst));
