@@ -7,7 +7,7 @@
  * warns and carries on: the server still serves. On Linux the test suite checks that it was built.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
@@ -16,23 +16,13 @@ const nodeGyp = [process.env.npm_config_node_gyp, join(dirname(process.execPath)
   (p) => p && existsSync(p),
 );
 
-// node-gyp downloads Node's headers unless told where they are: use the running Node's own (a
-// Node install has them in PREFIX/include/node) when npm has not named a nodedir.
-const prefix = resolve(dirname(process.execPath), '..');
-const nodedir = !process.env.npm_config_nodedir && existsSync(join(prefix, 'include/node/node_version.h')) ? [`--nodedir=${prefix}`] : [];
-
 for (const name of readdirSync(join(root, 'native'))) {
   const dir = join(root, 'native', name);
   const built = join(dir, 'build/Release', `${name}.node`);
-  // The Node ABI the build is for: an addon on V8's C++ API (heapshrink) loads only in that one,
-  // so a new Node rebuilds them all.
-  const abiStamp = join(dir, 'build/Release/node-abi');
   const sources = readdirSync(dir).filter((f) => /\.(c|cc|h|gyp)$/.test(f));
-  const fresh = existsSync(built) && sources.every((f) => statSync(join(dir, f)).mtimeMs <= statSync(built).mtimeMs);
-  if (fresh && existsSync(abiStamp) && readFileSync(abiStamp, 'utf8') === process.versions.modules) continue;
+  if (existsSync(built) && sources.every((f) => statSync(join(dir, f)).mtimeMs <= statSync(built).mtimeMs)) continue;
   if (process.platform !== 'linux') continue; // the addons are Linux-only; elsewhere the fallbacks serve
-  const r = nodeGyp ? spawnSync(process.execPath, [nodeGyp, 'rebuild', '--silent', ...nodedir], { cwd: dir, stdio: 'inherit' }) : { status: -1 };
-  if (r.status === 0) writeFileSync(abiStamp, process.versions.modules);
+  const r = nodeGyp ? spawnSync(process.execPath, [nodeGyp, 'rebuild', '--silent'], { cwd: dir, stdio: 'inherit' }) : { status: -1 };
   if (r.status === 0) console.log(`native/${name}: built`);
   else console.warn(`native/${name}: not built (${nodeGyp ? `node-gyp exited ${r.status}` : 'node-gyp not found'}); treegate runs without it, more slowly`);
 }

@@ -14,11 +14,6 @@ const addon = loadNativeAddon<{ trim(): boolean }>('memtrim');
 /** Whether this process can trim (for tests and the startup log). */
 export const memTrimAvailable = addon !== undefined;
 
-/** malloc_trim(0) now, where the addon is. */
-export function trimMalloc(): void {
-  addon?.trim();
-}
-
 /**
  * The server's `transferEnded(bytes)`: a transfer of `bytes` has ended; if it was a big one, trim at
  * once and again a little later (the buffers are freed only when the garbage collector has taken

@@ -7,7 +7,6 @@ import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { loadConfig, taskTempDir, type ConfigFlags } from './config.js';
-import { idleReclaimer } from './idle-reclaim.js';
 import { memTrimmer } from './mem-trim.js';
 import { closeQueuedOnHangUp } from './queued-close.js';
 import { createLogger } from './log.js';
@@ -136,7 +135,6 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   const answering = new Set<ServerResponse>();
   const closeQueued = closeQueuedOnHangUp();
   const transferEnded = memTrimmer();
-  const reclaim = idleReclaimer(); // the heap a burst grew goes back once the server is idle
   /** Open connections, for the stop: see close. */
   const sockets = new Set<Socket>();
   /** Set once a graceful stop has begun. */
@@ -159,7 +157,6 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
           // already sent) leaves its connection idle: closed now, not at its keep-alive timeout.
           if (closing) (app.server as Server).closeIdleConnections();
           transferEnded(moved() - movedBefore); // a big upload's freed buffers go back (mem-trim.ts)
-          reclaim.activity();
         });
         if (req.url && !req.url.startsWith('/')) req.url = originForm(req.url);
         // base_path is removed here, once, before dispatching, so WebDAV and every REST route
@@ -204,7 +201,7 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
   let sftp: SftpListener | undefined;
   if (config.sftp.enable) {
     try {
-      sftp = await startSftpServer(core, { activity: reclaim.activity });
+      sftp = await startSftpServer(core);
     } catch (err) {
       await abortStart();
       throw listenError('sftp', config.sftp.address, config.sftp.port, err);
@@ -241,7 +238,6 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       for (const socket of sockets) if (socket.bytesRead === 0) socket.destroy();
       await Promise.allSettled([app.close(), sftp?.close(), dav?.close()]);
       clearTimeout(force);
-      reclaim.close();
       // Uploads the listeners cut off fail like any aborted upload and their drivers remove what
       // they wrote (a temp file); tasks stopped below do the same. Wait (bounded) for all of that
       // before the drivers and the store go and the process exits.

@@ -110,12 +110,7 @@ function refuseChannel(accept: () => ServerChannel): void {
   ch.end();
 }
 
-export interface SftpOptions {
-  /** Called on every request: the server's idle memory return (src/idle-reclaim.ts). */
-  activity?(): void;
-}
-
-export async function startSftpServer(core: Core, opts: SftpOptions = {}): Promise<SftpListener> {
+export async function startSftpServer(core: Core): Promise<SftpListener> {
   const { config, log: baseLog } = core;
   const log = baseLog.child({ component: 'sftp' });
   const tmpDir = join(config.dataDir, 'tmp');
@@ -228,10 +223,7 @@ export async function startSftpServer(core: Core, opts: SftpOptions = {}): Promi
         client.end();
       }, idleMs);
       idle.unref();
-      const touchIdle = () => {
-        idle.refresh();
-        opts.activity?.();
-      };
+      const touchIdle = () => idle.refresh();
       client.on('close', () => clearTimeout(idle));
       client.on('session', (acceptSession) => {
         const session: Session = acceptSession();
