@@ -115,6 +115,26 @@ describe('sshfs: what an app does right after closing a file it wrote', () => {
   });
 });
 
+describe('an update OPEN while the same session still has the file open for writing', () => {
+  // sshfs sends the CLOSE of `echo 3 >> log` from FUSE's asynchronous release, which may reach the
+  // server after the OPEN of the next `echo 4 >> log` (the loaded CI machine showed it): the second
+  // update started from the file without line 3, and landing undid it.
+  it('starts from the file once the earlier write landed (its CLOSE coming after this OPEN)', async () => {
+    await writeFile(storage('late-close.log'), '1\n2\n');
+    await withSsh2Sftp(asAdmin(), async (sf) => {
+      const first = await p<Buffer>((cb) => sf.open('/late-close.log', 'a', cb));
+      await write(sf, first, 4, '3\n');
+      // The next OPEN is sent before the first handle's CLOSE, as FUSE may order them.
+      const second = p<Buffer>((cb) => sf.open('/late-close.log', 'a', cb));
+      expect(await statusCode((cb) => sf.close(first, cb))).toBeUndefined();
+      const h = await second;
+      await write(sf, h, 6, '4\n');
+      expect(await statusCode((cb) => sf.close(h, cb))).toBeUndefined();
+    });
+    expect(await readFile(storage('late-close.log'), 'utf8')).toBe('1\n2\n3\n4\n');
+  });
+});
+
 describe('an mtime set on a file while it is open', () => {
   const when = new Date('2002-01-01T00:00:00Z');
 

@@ -23,6 +23,9 @@ export const MAX_HANDLES = 256;
  */
 export const MAX_HANDLES_PER_USER = 1024;
 
+/** How long an update OPEN waits for this session's writer on the same file to land (see afterWriterOf). */
+const WRITER_WAIT_MS = 1000;
+
 export type Handle = DirHandle | ReadHandle | WriteHandle;
 
 /** What opening handles needs from the session (SessionDeps extends this). */
@@ -123,11 +126,28 @@ export class HandleTable {
 
   /** OPEN of a file: the new handle's id. */
   openFile(path: string, flags: number): Promise<Buffer> {
-    const opened = this.reserved((taken) => this.open(path, flags, taken));
+    const opened = this.afterWriterOf(path, flags).then(() => this.reserved((taken) => this.open(path, flags, taken)));
     this.openingFiles.set(path, opened);
     const done = () => void (this.openingFiles.get(path) === opened && this.openingFiles.delete(path));
     opened.then(done, done);
     return opened;
+  }
+
+  /**
+   * An update OPEN (writing without TRUNC: `>>`, an in-place edit) starts from the file as it is now.
+   * FUSE (sshfs) sends the CLOSE of the write before from its asynchronous release, which can reach
+   * us after this OPEN: the update then started from the file without that write, and its landing
+   * undid it (`echo 3 >> log` right after `echo 2 >> log` lost a line). So it waits for this
+   * session's writer still open on the path to land, at most WRITER_WAIT_MS: a client holding two
+   * handles on one file on purpose goes on as before.
+   */
+  private async afterWriterOf(path: string, flags: number): Promise<void> {
+    if (!(flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) || flags & OPEN_MODE.TRUNC) return;
+    const w = this.writerOf(path);
+    if (!w) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([w.settled(), new Promise((resolve) => (timer = setTimeout(resolve, WRITER_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   /** CLOSE: the handle is gone at once; an upload's CLOSE returns once the file landed. */
