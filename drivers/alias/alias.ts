@@ -87,6 +87,10 @@ export class AliasDriver implements Driver {
           for (const o of await this.tree.list(real, args)) if (!byName.has(o.name)) byName.set(o.name, rebase(o, join(dir.path, o.name)));
           listed = true;
         } catch (e) {
+          // A target whose backend failed (its remote is down) gave no answer: listing the others
+          // alone made its files vanish, and a sync client then deleted its copies of them. (A
+          // disabled target, STORAGE_UNAVAILABLE, is the admin's choice and stays left out.)
+          if (isVfsError(e, 'UPSTREAM') || isVfsError(e, 'INTERNAL')) throw e;
           if (!isVfsError(e, 'NOT_FOUND')) firstError ??= e;
         }
       }

@@ -44,7 +44,9 @@ async function refusable<T>(op: () => Promise<T>, there: () => Promise<boolean>,
   try {
     return await op();
   } catch (e) {
-    if (e instanceof FTPError && e.code === 550 && (await there().catch(() => false))) {
+    // 553 too: vsftpd refuses a STOR in a folder it may not write to with "553 Could not create
+    // file.", which became INVALID (400, "Bad Request" to WebDAV clients) for a valid name.
+    if (e instanceof FTPError && (e.code === 550 || e.code === 553) && (await there().catch(() => false))) {
       throw new VfsError('FORBIDDEN', `ftp: the server refused it: ${e.message}`, { path, cause: e });
     }
     throw e;
@@ -174,7 +176,10 @@ export class FtpDriver implements Driver {
   }
 
   async setModified(obj: Obj, modified: Date, args: CallArgs): Promise<void> {
-    await this.session.run((c) => this.setTime(c, this.remote(obj.path), modified), { signal: args.signal, path: obj.path });
+    const remote = this.remote(obj.path);
+    // A refused MDTM is 550 too: without the look, SFTP's SETSTAT answered "No such file" for a file that is there.
+    const there = async (c: Client) => (await isDir(c, remote)) || (await fileSize(c, remote)) !== undefined;
+    await this.session.run((c) => refusable(() => this.setTime(c, remote, modified), () => there(c), obj.path), { signal: args.signal, path: obj.path });
   }
 
   async mkdir(parent: Obj, name: string, args: CallArgs): Promise<Obj> {
@@ -200,7 +205,7 @@ export class FtpDriver implements Driver {
         if (await isDir(c, remote)) throw new VfsError('IS_A_DIR', undefined, { path });
         try {
           pipeline(stream, count, () => undefined); // a source error destroys `count`, failing the upload
-          await c.uploadFrom(count, tmp);
+          await refusable(() => c.uploadFrom(count, tmp), () => isDir(c, this.remote(dstDir.path)), path);
           if (count.errored) throw count.errored;
           // RNTO replaces an existing file on common servers: with noReplace, look just before it.
           if (args.noReplace && ((await fileSize(c, remote)) !== undefined || (await isDir(c, remote)))) {

@@ -17,6 +17,10 @@ function statusError(res: DavResponse, op: string, path: string): VfsError {
   if (s === 401) return new VfsError('UPSTREAM', `webdav: ${op} refused: authentication failed (401)`, { path });
   if (s === 403) return new VfsError('FORBIDDEN', `webdav: ${op} forbidden by the server`, { path });
   if (s === 507) return new VfsError('NO_SPACE', undefined, { path });
+  // The server does not allow the method there (a read-only share): was UPSTREAM, a 502.
+  if (s === 405) return new VfsError('NOT_SUPPORTED', `webdav: ${op} not allowed by the server (405)`, { path });
+  // A lock held on the server (by another client): was UPSTREAM, a 502 for what is a 423.
+  if (s === 423) return new VfsError('LOCKED', `webdav: ${op} refused: the resource is locked on the server`, { path });
   // treegate's /dav answers 508 to a request carrying its own instance id: this storage mounts the
   // very server it runs in (directly or through one of its mounts), which would recurse forever.
   if (s === 508) return new VfsError('INVALID', 'webdav: the address leads back to this treegate itself (508 Loop Detected); refusing to mount it', { path });
@@ -134,8 +138,11 @@ export class WebDavDriver implements Driver {
     if (await this.tryGet(path, args.signal)) throw new VfsError('EXISTS', undefined, { path });
     const res = await this.http.request('MKCOL', this.url(path, true), { signal: args.signal });
     if (res.status === 405) {
-      res.body.resume();
-      throw new VfsError('EXISTS', undefined, { path });
+      // RFC 4918's answer for an existing path, and every server's for a method it refuses there:
+      // taken for EXISTS alone, a mkdir in a read-only folder ended in "object not found" (the VFS
+      // looks for a folder "created concurrently").
+      const err = statusError(res, 'MKCOL', path);
+      throw (await this.tryGet(path, args.signal)) ? new VfsError('EXISTS', undefined, { path }) : err;
     }
     if (res.status === 409) {
       res.body.resume();
@@ -157,7 +164,9 @@ export class WebDavDriver implements Driver {
     // Servers disagree on the status for a missing source (404, 403, 409): look before blaming.
     const err = statusError(res, method, from);
     if (!(await this.tryGet(from, signal))) throw new VfsError('NOT_FOUND', undefined, { path: from });
-    if (await this.tryGet(to, signal)) throw new VfsError('EXISTS', undefined, { path: to });
+    // A taken target explains the failure only when it was not to be replaced: an upload's MOVE onto
+    // the file it replaces (refused for a lock, a permission) answered "file exists" (REST 403, WebDAV 405).
+    if (!overwrite && (await this.tryGet(to, signal))) throw new VfsError('EXISTS', undefined, { path: to });
     if (res.status === 409) throw new VfsError('NOT_FOUND', undefined, { path: to });
     throw err;
   }

@@ -78,7 +78,8 @@ describe('streamReader', () => {
   it('reports a broken stream and opens a new one for the next read', async () => {
     const { calls, openAt } = opener(0);
     const r = streamReader(openAt);
-    await expect(at(r, 0, 100)).rejects.toThrow('upstream broke');
+    // A backend failure (the cause kept for the log), not a bare error an adapter takes for a bug.
+    await expect(at(r, 0, 100)).rejects.toMatchObject({ code: 'UPSTREAM', cause: expect.objectContaining({ message: 'upstream broke' }) });
     expect((await at(r, 0, 100)).equals(DATA.subarray(0, 100))).toBe(true);
     expect(calls).toEqual([0, 0]);
     await r.close();

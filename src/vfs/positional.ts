@@ -8,6 +8,7 @@
 import { fstatSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
+import { toVfsError } from '../errors.js';
 
 export interface PositionalReader {
   /** Read up to `length` bytes at `position` into `buf` (from its start); 0 at or past the end. */
@@ -121,7 +122,9 @@ export function streamReader(openAt: (position: number) => Promise<Readable | un
         return await cursor.take(buf, Math.min(length, buf.length));
       } catch (e) {
         drop();
-        throw e;
+        // A driver's stream that breaks mid-body (its server went away: a bare ECONNRESET) is a
+        // backend failure: SFTP answered it "internal error" and logged it as a bug of ours.
+        throw toVfsError(e, 'UPSTREAM');
       }
     },
     async close() {
