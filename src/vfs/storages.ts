@@ -9,6 +9,7 @@
  * driver change → INVALID `driver cannot be changed`; enable/disable twice → INVALID `this storage
  * have enabled|disabled`. AList answers all of these with code 500; the REST adapter decides.
  */
+import { posix } from 'node:path';
 import { VfsError } from '../errors.js';
 import { normalize } from '../paths.js';
 import { additionJson, parseOptions, type DriverRegistry } from '../../drivers/registry.js';
@@ -72,7 +73,8 @@ export class StorageService {
     const pick = <K extends keyof StorageRecord>(k: K, dflt: StorageRecord[K]): StorageRecord[K] =>
       (input[k as keyof StorageInput] as StorageRecord[K] | undefined) ?? base?.[k] ?? dflt;
     return {
-      mount_path: normalize(input.mount_path),
+      // Cleaned as AList's FixAndCleanPath does (`..` resolved, not refused: alist-compat §7).
+      mount_path: normalize(posix.normalize('/' + input.mount_path)),
       order: Number(pick('order', 0)) || 0,
       driver: input.driver,
       cache_expiration: c.no_cache ? 0 : Number(pick('cache_expiration', 30)) || 0,

@@ -43,7 +43,7 @@ export class VfsWriter {
       if (existing && !existing.isDir) throw new VfsError('EXISTS', 'file exists', { path: vpath });
       if (!existing) requireCap(loc.mount.capabilities, 'canMkdir');
       const entry = this.vfs.entryOf(loc, existing ?? (await tree.ensureDir(loc.mount, loc.dpath, this.vfs.args(ctx))));
-      if (!existing) this.vfs.changes.emit({ kind: 'mkdir', vpath, entry });
+      if (!existing) this.vfs.emitFrom(loc.mount, { kind: 'mkdir', vpath, entry });
       return entry;
     } finally {
       this.vfs.release(loc);
@@ -202,7 +202,7 @@ export class VfsWriter {
       if (kind === 'move') tree.changed(src.mount, src.dpath, srcObj.isDir);
       tree.changed(dst.mount, dst.dpath, true);
       const entry = this.vfs.entryOf(dst, result && result.name === newName ? result : await tree.objAt(dst.mount, dst.dpath, args));
-      this.vfs.changes.emit({ kind, vpath: vs, to: vd, entry });
+      this.vfs.emitFrom(src.mount, { kind, vpath: vs, to: vd, entry });
       return entry;
     } finally {
       this.vfs.release(src);
@@ -247,7 +247,7 @@ export class VfsWriter {
     requireCap(dst.mount.capabilities, 'canRemove');
     return setAside(tree, dst.mount, existing, () => {
       tree.changed(dst.mount, dst.dpath);
-      this.vfs.changes.emit({ kind: 'remove', vpath: dst.vpath });
+      this.vfs.emitFrom(dst.mount, { kind: 'remove', vpath: dst.vpath });
     });
   }
 
@@ -366,7 +366,7 @@ export class VfsWriter {
       // onlyEmpty is the driver's to judge: only it sees what its listing skips (see RemoveArgs).
       await tree.call(() => d.remove!(obj, opts.onlyEmpty ? { ...args, onlyEmpty: true } : args));
       tree.changed(loc.mount, loc.dpath, obj.isDir);
-      this.vfs.changes.emit({ kind: 'remove', vpath });
+      this.vfs.emitFrom(loc.mount, { kind: 'remove', vpath });
     } finally {
       this.vfs.release(loc);
     }
@@ -400,7 +400,7 @@ export class VfsWriter {
         : await this.putLookedUp(loc, d, body, putArgs, opts, args);
       tree.changed(loc.mount, loc.dpath);
       const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
-      this.vfs.changes.emit({ kind: 'put', vpath, entry });
+      this.vfs.emitFrom(loc.mount, { kind: 'put', vpath, entry });
       return entry;
     } finally {
       this.vfs.release(loc);

@@ -19,7 +19,7 @@ import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
 import type { DirFacts, Entry, Listing, MkdirOptions, PutOptions, ReadResult, RemoveOptions, StorageInfo, TransferOptions, VfsApi } from './types.js';
 import { VfsWriter } from './vfs-write.js';
-import { ChangeFeed, type VfsChangeListener } from './events.js';
+import { ChangeFeed, type VfsChange, type VfsChangeListener } from './events.js';
 
 export interface VfsDeps {
   mounts: MountTable;
@@ -47,6 +47,23 @@ export class Vfs implements VfsApi {
   constructor(readonly deps: VfsDeps) {
     this.tree = new Tree(deps.cache);
     this.writer = new VfsWriter(this);
+  }
+
+  /**
+   * Whether what an operation on `m` did is where its virtual paths say. An instance retired while
+   * the operation ran (an upload outlasting an edit of its storage) may no longer be served there:
+   * announced, a move of the mount path left a ghost of the file at the old path in the search
+   * index (found, then `object not found`). Only when the storage still serves the same place.
+   */
+  announces(m: Mount): boolean {
+    if (!m.retired) return true;
+    const now = this.deps.mounts.get(m.id);
+    return !!now && now.record.mount_path === m.record.mount_path && now.record.addition === m.record.addition;
+  }
+
+  /** Emit a change made on `m` (see announces). */
+  emitFrom(m: Mount, change: VfsChange): void {
+    if (this.announces(m)) this.changes.emit(change);
   }
 
   /** Be told about every successful change (and listing) as it happens; returns the unsubscribe function. */
@@ -88,6 +105,26 @@ export class Vfs implements VfsApi {
     return r.kind === 'mount' ? { vpath, mount: r.mount, dpath: r.dpath } : undefined;
   }
 
+  /**
+   * locate for reads (stat, list, usage): a storage out of service (disabled, init failed) at a path
+   * with mount points below is their virtual folder, as AList lists the virtual files when the
+   * storage fails. Without this, disabling the storage at `/` made `/` unlistable on every protocol
+   * while the storages below it worked.
+   */
+  private async locateForRead(vpath: string): Promise<Located | undefined> {
+    try {
+      return await this.locate(vpath);
+    } catch (e) {
+      if (this.virtualInstead(e, vpath)) return undefined;
+      throw e;
+    }
+  }
+
+  /** locate's error `e` at `vpath` is a storage out of service with mount points below (see locateForRead). */
+  private virtualInstead(e: unknown, vpath: string): boolean {
+    return isVfsError(e, 'STORAGE_UNAVAILABLE') && this.deps.mounts.hasMountsBelow(vpath);
+  }
+
   release(loc: Located | undefined): void {
     if (loc) this.deps.mounts.release(loc.mount);
   }
@@ -109,7 +146,7 @@ export class Vfs implements VfsApi {
 
   async stat(ctx: AccessContext, path: string): Promise<Entry> {
     const vpath = await this.enter(ctx, path);
-    const loc = await this.locate(vpath);
+    const loc = await this.locateForRead(vpath);
     if (!loc) return this.virtualEntry(vpath);
     try {
       const obj = await this.objOrVirtual(loc, ctx);
@@ -123,7 +160,16 @@ export class Vfs implements VfsApi {
     const vpath = await this.enter(ctx, path);
     const p = ctx.principal;
     if (opts.refresh && !(await this.deps.rules.canWrite(p, vpath))) throw new VfsError('READ_ONLY', 'Refresh without permission');
-    const loc = await this.locate(vpath);
+    let loc: Located | undefined;
+    // The storage here is out of service (see locateForRead): its own entries are unknown, not
+    // absent, so the listing is not announced (the search index dropped the storage's rows).
+    let partial = false;
+    try {
+      loc = await this.locate(vpath);
+    } catch (e) {
+      if (!this.virtualInstead(e, vpath)) throw e;
+      partial = true;
+    }
     let dir: Entry | undefined;
     const entries: Entry[] = [];
     let storage: StorageInfo | undefined;
@@ -147,7 +193,7 @@ export class Vfs implements VfsApi {
     // Mount points below show as folders after the real objects; a real object of the same name wins.
     const real = new Set(entries.map((e) => e.name));
     for (const v of this.deps.mounts.childMounts(vpath)) if (!real.has(v.name)) entries.push(v);
-    if (this.changes.active) this.changes.emit({ kind: 'listed', vpath, entries: [...entries] });
+    if (this.changes.active && !partial && (!loc || this.announces(loc.mount))) this.changes.emit({ kind: 'listed', vpath, entries: [...entries] });
     const hide = await this.deps.rules.hidePatterns(p, vpath);
     const visible = hide.length ? entries.filter((e) => !hide.some((re) => re.test(e.name))) : entries;
     return { dir, entries: visible, storage, facts: await this.deps.rules.facts(p, vpath) };
@@ -159,7 +205,7 @@ export class Vfs implements VfsApi {
   }
 
   async storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined> {
-    const loc = await this.locate(await this.enter(ctx, path));
+    const loc = await this.locateForRead(await this.enter(ctx, path));
     this.release(loc); // what info reports is the record's, no driver is used
     return loc && this.deps.mounts.info(loc.mount);
   }
@@ -275,7 +321,7 @@ export class Vfs implements VfsApi {
   }
 
   async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
-    const loc = await this.locate(await this.enter(ctx, path));
+    const loc = await this.locateForRead(await this.enter(ctx, path));
     try {
       // statvfs of a missing path: NOT_FOUND; of a virtual folder: nothing to tell.
       if (!loc || !(await this.objOrVirtual(loc, ctx))) return {};
