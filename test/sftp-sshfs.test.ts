@@ -3,40 +3,28 @@
  * davfs2 test) and creates a file with the shell: sshfs sends OPEN(CREAT|TRUNC) then STAT before
  * any WRITE, and fails the create unless that STAT finds the file being written.
  */
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
-import { makeKey, requireSftpTools, run, type KeyPair } from './clients/sftp.js';
+import { mountSshfs, run, type SshfsMount } from './clients/sftp.js';
 
 let s: TestServer;
-let work: string;
+let sshfs: SshfsMount | undefined;
 let mnt: string;
-let key: KeyPair;
-let mounted = false;
 
 beforeAll(async () => {
-  requireSftpTools([['sshfs', 'sshfs'], ['fusermount3', 'fuse3']]);
-  if (process.getuid?.() !== 0) throw new Error('the sshfs test mounts a file system and must run as root');
-  if (!existsSync('/dev/fuse')) throw new Error('/dev/fuse is missing: sshfs needs FUSE');
   s = await startTestServer();
-  work = await mkdtemp(join(tmpdir(), 'tg-sshfs-'));
-  mnt = join(work, 'mnt');
-  await mkdir(mnt);
-  key = await makeKey(work, 'admin_key');
-  expect(await s.api('/api/me/sshkey/add', { token: await s.login(), body: { title: 'k', key: key.pub } })).toMatchObject({ code: 200 });
-  const opts = [`IdentityFile=${key.path}`, 'IdentitiesOnly=yes', 'StrictHostKeyChecking=no', 'UserKnownHostsFile=/dev/null', 'BatchMode=yes'];
-  const m = await run('sshfs', ['-p', String(s.sftpPort), '-o', opts.join(','), 'admin@127.0.0.1:/', mnt]);
-  if (m.code !== 0) throw new Error(`sshfs failed: ${m.stderr}`);
-  mounted = true;
+  const token = await s.login();
+  sshfs = await mountSshfs(s.sftpPort, async (pub) => {
+    expect(await s.api('/api/me/sshkey/add', { token, body: { title: 'k', key: pub } })).toMatchObject({ code: 200 });
+  }, 'tg-sshfs-');
+  mnt = sshfs.mnt;
 });
 
 afterAll(async () => {
-  if (mounted) await run('fusermount3', ['-u', mnt], 60_000);
+  await sshfs?.close();
   await s?.close();
-  if (work) await rm(work, { recursive: true, force: true });
 });
 
 describe('sshfs mount', () => {

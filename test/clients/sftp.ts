@@ -5,7 +5,8 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -236,4 +237,42 @@ export async function uploadLeftovers(dataDir: string): Promise<string[]> {
 export async function until(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await cond()) return true;
   return cond();
+}
+
+/** A real sshfs mount (FUSE: needs root and /dev/fuse) of a test server's tree, as admin by key. */
+export interface SshfsMount {
+  /** The temp folder holding the mount point and the key. */
+  work: string;
+  mnt: string;
+  /** Unmount and remove `work`. */
+  close(): Promise<void>;
+}
+
+/**
+ * Mount `/` of the server on SFTP port `port` with sshfs. `addKey` registers the public key for the
+ * admin (through /api/me/sshkey/add); the login is by that key, as a user's automount would be.
+ */
+export async function mountSshfs(port: number, addKey: (pub: string) => Promise<void>, prefix = 'tg-sshfs-'): Promise<SshfsMount> {
+  requireSftpTools([['sshfs', 'sshfs'], ['fusermount3', 'fuse3']]);
+  if (process.getuid?.() !== 0) throw new Error('the sshfs test mounts a file system and must run as root');
+  if (!existsSync('/dev/fuse')) throw new Error('/dev/fuse is missing: sshfs needs FUSE');
+  const work = await mkdtemp(join(tmpdir(), prefix));
+  const mnt = join(work, 'mnt');
+  await mkdir(mnt);
+  const key = await makeKey(work, 'admin_key');
+  await addKey(key.pub);
+  const opts = [`IdentityFile=${key.path}`, 'IdentitiesOnly=yes', 'StrictHostKeyChecking=no', 'UserKnownHostsFile=/dev/null', 'BatchMode=yes'];
+  const m = await run('sshfs', ['-p', String(port), '-o', opts.join(','), 'admin@127.0.0.1:/', mnt]);
+  if (m.code !== 0) {
+    await rm(work, { recursive: true, force: true });
+    throw new Error(`sshfs failed: ${m.stderr}`);
+  }
+  return {
+    work,
+    mnt,
+    close: async () => {
+      await run('fusermount3', ['-u', mnt], 60_000);
+      await rm(work, { recursive: true, force: true });
+    },
+  };
 }
