@@ -4,12 +4,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
-import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { list, ok, putFile } from './fs-helpers.js';
 import { connectSftpSurface } from './clients/sftp.js';
 import { addLocalStorage, until } from './tasks-helpers.js';
+import { openDavPut } from './clients/webdav.js';
 
 let ts: TestServer;
 let admin: string;
@@ -91,18 +91,7 @@ describe('an upload that outlives a move of its storage\'s mount path', () => {
     const all = await ts.api<{ content: Array<Record<string, unknown>> }>('/api/admin/storage/list', { token: admin });
     const s = all.data!.content.find((r) => r.mount_path === '/mvs')!;
     const data = randomBytes(4 << 20);
-    const u = new URL(ts.url);
-    const req = request({
-      host: u.hostname, port: u.port, method: 'PUT', path: '/dav/mvs/ghostly.bin',
-      headers: { authorization: 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64'), 'content-length': data.length },
-    });
-    const status = new Promise<number>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
-      req.on('error', reject);
-    });
+    const { req, status } = openDavPut(ts.url, '/dav/mvs/ghostly.bin', data.length, 'admin', ADMIN_PASSWORD);
     req.write(data.subarray(0, 1 << 20));
     // The Local driver's temp file appears in the storage's folder: the upload is under way.
     await until('the upload to start', async () => ((await readdir(root)).length > 0 ? true : undefined), 30_000, 10);

@@ -6,12 +6,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { ok } from './fs-helpers.js';
 import { addLocalStorage, until } from './tasks-helpers.js';
+import { openDavPut } from './clients/webdav.js';
 
 let ts: TestServer;
 let admin: string;
@@ -40,18 +40,7 @@ describe('editing a storage during a WebDAV upload', () => {
   it('the upload completes and lands whole; the old instance is dropped after it', async () => {
     const data = randomBytes(8 << 20);
     const first = 1 << 20;
-    const u = new URL(ts.url);
-    const req = request({
-      host: u.hostname, port: u.port, method: 'PUT', path: '/dav/remote/big.bin',
-      headers: { authorization: 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64'), 'content-length': data.length },
-    });
-    const status = new Promise<number>((resolve, reject) => {
-      req.on('response', (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode!));
-      });
-      req.on('error', reject);
-    });
+    const { req, status } = openDavPut(ts.url, '/dav/remote/big.bin', data.length, 'admin', ADMIN_PASSWORD);
     req.write(data.subarray(0, first));
     // The SFTP upload's temp file appears in the Local storage behind it: the transfer is under way.
     await until('the upload to reach the back storage', async () => ((await readdir(backRoot)).length > 0 ? true : undefined), 30_000, 10);

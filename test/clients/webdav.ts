@@ -90,3 +90,23 @@ export async function rcloneArgs(url: string, user: string, password: string): P
   const obscured = (await run('rclone', ['obscure', password])).stdout.trim();
   return ['--webdav-url', url, '--webdav-user', user, '--webdav-pass', obscured, '--webdav-vendor', 'other', '--config', '/dev/null'];
 }
+
+/**
+ * A PUT of `total` bytes whose body is sent by the caller (`req.write`, then `req.end`), so a test
+ * can act while the upload is under way; `status` settles with the answer's status.
+ */
+export function openDavPut(base: string, path: string, total: number, user: string, password: string) {
+  const u = new URL(base);
+  const req = request({
+    host: u.hostname, port: u.port, method: 'PUT', path,
+    headers: { authorization: 'Basic ' + Buffer.from(`${user}:${password}`).toString('base64'), 'content-length': total },
+  });
+  const status = new Promise<number>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode!));
+    });
+    req.on('error', reject);
+  });
+  return { req, status };
+}
