@@ -49,7 +49,7 @@ async function trickleServer(): Promise<{ url: string; server: Server }> {
   return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
 }
 
-async function startAria2(): Promise<{ port: number; rpc: <T>(method: string, params?: unknown[]) => Promise<T> }> {
+async function startAria2(): Promise<{ port: number; proc: ChildProcess; rpc: <T>(method: string, params?: unknown[]) => Promise<T> }> {
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'treegate-aria2-'));
   const proc: ChildProcess = spawn('aria2c', ['--enable-rpc', `--rpc-listen-port=${port}`, '--rpc-secret=s3cret', `--dir=${dir}`, '--daemon=false', '--quiet=true'], { stdio: 'ignore' });
@@ -59,7 +59,7 @@ async function startAria2(): Promise<{ port: number; rpc: <T>(method: string, pa
     const r = await fetch(`http://127.0.0.1:${port}/jsonrpc`, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: ['token:s3cret', ...params] }) });
     return ((await r.json()) as { result: T }).result;
   };
-  return { port, rpc };
+  return { port, proc, rpc };
 }
 
 /** A server on a data dir of its own; restart() stops it and starts another on the same dir. */
@@ -113,9 +113,46 @@ it('a kill -9 while aria2 downloads a metalink: every job it spawned leaves aria
   cleanups.push(() => ts.close());
   const admin2 = await ts.login();
   expect((await tasksOf(ts, admin2, 'offline_download', 'done')).map((t) => [t.id, t.error])).toEqual([[id, 'interrupted by a restart']]);
-  expect(await jobs()).toEqual([]);
-  expect(await readdir(dir).catch((e: NodeJS.ErrnoException) => e.code)).toBe('ENOENT');
+  // The cleanup runs after the server started.
+  await until('the jobs gone from aria2 and the temp folder removed', async () => ((await jobs()).length === 0 && (await readdir(dir).catch((e: NodeJS.ErrnoException) => e.code)) === 'ENOENT' ? true : undefined));
 }, 120_000);
+
+it('a restart while aria2 hangs: the server starts without waiting for it, and the abandoned downloads leave aria2 once it answers', async () => {
+  const web = await trickleServer();
+  const aria2 = await startAria2();
+  const dataDir = await mkdtemp(join(tmpdir(), 'treegate-fixtasks-'));
+  cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+  const child = await startChildServer(dataDir);
+  cleanups.push(() => child.proc.exitCode === null && child.proc.kill('SIGKILL'));
+  const a = apiAt(`http://127.0.0.1:${child.port}`);
+  const admin = (await a.api<{ token: string }>('/api/auth/login', { body: { username: 'admin', password: ADMIN_PASSWORD } })).data!.token;
+  ok(await a.api('/api/admin/setting/save', { token: admin, body: [{ key: 'offline_download_allow_private', value: 'true' }] }));
+  ok(await a.api('/api/admin/setting/set_aria2', { token: admin, body: { uri: `http://127.0.0.1:${aria2.port}/jsonrpc`, secret: 's3cret' } }));
+  const urls = [1, 2, 3, 4].map((i) => `${web.url}/slow/f${i}.bin`);
+  ok(await a.api('/api/fs/add_offline_download', { token: admin, body: { urls, path: '/hung', tool: 'aria2', delete_policy: 'delete_always' } }));
+  const ours = join(dataDir, 'temp', 'aria2');
+  const jobs = async () => [
+    ...await aria2.rpc<Array<{ dir: string }>>('aria2.tellActive', [['dir']]),
+    ...await aria2.rpc<Array<{ dir: string }>>('aria2.tellWaiting', [0, 100, ['dir']]),
+  ].filter((j) => j.dir.startsWith(ours));
+  await until('four downloads in aria2', async () => ((await jobs()).length === 4 ? true : undefined), 30_000);
+  await child.kill9();
+
+  // aria2 frozen: it accepts connections and never answers. Waiting for it, each abandoned
+  // download's cleanup took about 16 s (four RPCs of 4 s), all before the server listened: 64 s here.
+  aria2.proc.kill('SIGSTOP');
+  cleanups.push(() => aria2.proc.kill('SIGCONT'));
+  const ts: TestServer = await startTestServer({ dataDir, env: { TREEGATE_SFTP_ENABLE: 'false' } });
+  cleanups.push(() => ts.close());
+  const admin2 = await ts.login();
+  const done = await tasksOf(ts, admin2, 'offline_download', 'done');
+  expect(done.map((t) => t.error)).toEqual(Array(4).fill('interrupted by a restart'));
+  // Written only once cleaned up: a stop before that leaves them to the next start's cleanup.
+  expect((await onDisk(dataDir)).filter((t) => t.kind === 'offline_download').map((t) => t.state)).toEqual(Array(4).fill(1));
+  aria2.proc.kill('SIGCONT');
+  await until('the abandoned jobs gone from aria2', async () => ((await jobs()).length === 0 ? true : undefined), 60_000);
+  await until('the failures written', async () => ((await onDisk(dataDir)).every((t) => t.state === 7) ? true : undefined));
+}, 60_000);
 
 it('a transfer being cancelled when the server stops: the restart applies delete_policy to its temp file', async () => {
   const payload = randomBytes(20_000);
@@ -147,8 +184,9 @@ it('a transfer being cancelled when the server stops: the restart applies delete
   ts = await restart();
   const admin2 = await ts.login();
   expect((await tasksOf(ts, admin2, 'offline_download_transfer', 'done')).map((t) => [t.id, t.state])).toEqual([[transfer.id, 4]]);
-  // delete_always: the file goes, as it does when a cancel finishes while the server runs.
-  expect(await readFile(temp).then(() => 'still there', (e: NodeJS.ErrnoException) => e.code)).toBe('ENOENT');
+  // delete_always: the file goes, as it does when a cancel finishes while the server runs (in the
+  // cleanup the server runs after it started).
+  await until('the temp file removed', async () => ((await readFile(temp).then(() => 'still there', (e: NodeJS.ErrnoException) => e.code)) === 'ENOENT' ? true : undefined));
 }, 60_000);
 
 /** qBittorrent's WebUI API, logged in as its admin (what a user does in qBittorrent's own UI). */

@@ -21,6 +21,7 @@ import { ROLE } from '../auth/principal.js';
 import { publicMessage, VfsError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { TaskRecord, UserRecord } from '../store/types.js';
+import { errorText, isFatal, JS_FAULTS } from './failures.js';
 import { taskId } from './ids.js';
 import { forgettable, KEEP_FINISHED } from './retention.js';
 import { DONE_STATES, KIND_DEFAULTS, TASK_KINDS, TASK_STATE as S, type KindRunner, type TaskHandle, type TaskInfo, type TaskKind } from './types.js';
@@ -58,11 +59,6 @@ interface Pool {
   limit: number;
 }
 
-/** An error a retry cannot help with (e.g. the task's storage was deleted): the task fails at once. */
-export class FatalTaskError extends Error {
-  readonly fatal = true;
-}
-
 export type Creator = Pick<UserRecord, 'id' | 'username' | 'role'>;
 
 export class TaskManager {
@@ -82,6 +78,8 @@ export class TaskManager {
   private readonly passwords = new Map<string, string>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly writes = new Set<Promise<void>>();
+  /** The start-up cleanups (cleanUp): a retry or removal waits for them, not to race them for a task's files. */
+  private cleanups: Promise<void> = Promise.resolve();
   private closed = false;
   /** No work starts before resume(): resumed tasks need the storages loaded first. */
   private paused = true;
@@ -99,6 +97,7 @@ export class TaskManager {
   /** Load persisted tasks: keep finished ones, queue or fail unfinished ones. Call after register(). */
   async start(): Promise<void> {
     const all = await this.opts.store.tasks.list();
+    const dropped: TaskRecord[] = [];
     // Every record is linked before any is judged: an abandoned task's cleanup asks for its
     // children (e.g. a download's transfers), which come after it in the list.
     for (const rec of all) {
@@ -117,11 +116,27 @@ export class TaskManager {
         rec.state = rec.state === S.CANCELING ? S.CANCELED : S.FAILED;
         rec.error = INTERRUPTED;
         rec.end_time = new Date().toISOString();
-        this.save(rec);
-        await runner?.abandoned?.(rec).catch((err: unknown) => this.log.warn({ err, id: rec.id }, 'task cleanup failed'));
+        dropped.push(rec);
       }
     }
+    // Not awaited: a cleanup may wait on a download tool that hangs (seconds per task), and the
+    // server must not wait with it to start.
+    this.cleanups = this.cleanUp(dropped);
     this.pruneFinished();
+  }
+
+  /**
+   * The cleanups of tasks dropped at start-up, one after the other. Each record is written only
+   * once its cleanup ran: a stop meanwhile leaves it unfinished in the store, so the next start
+   * drops it, and cleans up, again.
+   */
+  private async cleanUp(dropped: TaskRecord[]): Promise<void> {
+    for (const rec of dropped) {
+      if (this.closed) return;
+      const runner = this.runners.get(rec.kind as TaskKind);
+      await runner?.abandoned?.(rec).catch((err: unknown) => this.log.warn({ err, id: rec.id }, 'task cleanup failed'));
+      if (!this.closed) this.save(rec);
+    }
   }
 
   /** Let the workers run (server.ts calls this once the storages are loaded). */
@@ -223,6 +238,7 @@ export class TaskManager {
    * children (a resumed folder task skips children it already made). Other states: nothing to do.
    */
   async retry(id: string): Promise<void> {
+    await this.cleanups;
     const rec = this.tasks.get(id);
     if (!rec) return;
     for (const child of this.childrenOf(id)) await this.retry(child.id);
@@ -248,6 +264,7 @@ export class TaskManager {
    * few writes (clear_done over thousands of tasks is one or two file writes, not one each).
    */
   async removeMany(ids: Iterable<string>): Promise<void> {
+    await this.cleanups;
     const gone: string[] = [];
     for (const id of ids) {
       const rec = this.tasks.get(id);
@@ -277,7 +294,7 @@ export class TaskManager {
       l.ac.abort(new Error('server stopping'));
     }
     const bound = new Promise<void>((r) => setTimeout(r, 5000).unref());
-    await Promise.race([Promise.allSettled(running.map((l) => l.done)), bound]);
+    await Promise.race([Promise.allSettled([...running.map((l) => l.done), this.cleanups]), bound]);
     await Promise.allSettled([...this.writes]);
   }
 
@@ -478,15 +495,3 @@ export function toInfo(r: TaskRecord): TaskInfo {
 }
 
 const initialStatus = (kind: string) => (kind === 'upload' ? 'uploading' : '');
-
-function isFatal(e: unknown): boolean {
-  return e instanceof FatalTaskError || (typeof e === 'object' && e !== null && (e as { fatal?: unknown }).fatal === true);
-}
-
-/** Errors that are bugs, not failures of the task: their text (`Cannot read properties of undefined`) is ours. */
-const JS_FAULTS = [TypeError, ReferenceError, RangeError, SyntaxError];
-
-export function errorText(e: unknown): string {
-  if (e instanceof Error) return e.message || e.name;
-  return String(e);
-}

@@ -18,7 +18,8 @@ import { VfsError } from '../errors.js';
 import { basename, parent } from '../paths.js';
 import type { TaskRecord } from '../store/types.js';
 import type { PutOptions, VfsApi } from '../vfs/types.js';
-import { FatalTaskError, type TaskManager } from './manager.js';
+import { FatalTaskError } from './failures.js';
+import type { TaskManager } from './manager.js';
 import type { KindRunner, TaskInfo } from './types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf } from './where.js';
 

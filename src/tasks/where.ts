@@ -5,7 +5,7 @@
 import type { AccessContext } from '../auth/principal.js';
 import { join, relativeTo } from '../paths.js';
 import type { VfsApi } from '../vfs/types.js';
-import { FatalTaskError } from './manager.js';
+import { FatalTaskError } from './failures.js';
 
 export interface Where {
   mount: string;
