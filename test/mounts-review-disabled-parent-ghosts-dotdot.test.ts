@@ -128,6 +128,13 @@ describe('the folder of a disabled storage listed meanwhile (auto_update_index)'
 });
 
 describe('mount path cleaning (alist-compat §7: leading /, no trailing slash, `..` resolved)', () => {
+  it('backslashes are slashes, as AList\'s FixAndCleanPath makes them (was refused)', async () => {
+    const id = await storage('\\win\\share\\', 'Memory');
+    const got = await ts.api<{ mount_path: string }>(`/api/admin/storage/get?id=${id}`, { token: admin });
+    expect(got.data?.mount_path).toBe('/win/share');
+    ok(await list(ts, admin, '/win/share'));
+  });
+
   it('create and update resolve `..` in the mount path instead of refusing it', async () => {
     const id = await storage('/dots/../undotted/', 'Memory');
     const got = await ts.api<{ mount_path: string }>(`/api/admin/storage/get?id=${id}`, { token: admin });

@@ -73,8 +73,9 @@ export class StorageService {
     const pick = <K extends keyof StorageRecord>(k: K, dflt: StorageRecord[K]): StorageRecord[K] =>
       (input[k as keyof StorageInput] as StorageRecord[K] | undefined) ?? base?.[k] ?? dflt;
     return {
-      // Cleaned as AList's FixAndCleanPath does (`..` resolved, not refused: alist-compat §7).
-      mount_path: normalize(posix.normalize('/' + input.mount_path)),
+      // Cleaned as AList's FixAndCleanPath does (backslashes made slashes, as an admin on Windows
+      // types them; `..` resolved, not refused: alist-compat §7).
+      mount_path: normalize(posix.normalize('/' + input.mount_path.replaceAll('\\', '/'))),
       order: Number(pick('order', 0)) || 0,
       driver: input.driver,
       cache_expiration: c.no_cache ? 0 : Number(pick('cache_expiration', 30)) || 0,
