@@ -41,6 +41,30 @@ describe('2FA codes with surrounding white space', () => {
   });
 });
 
+describe('an admin cancelling a user\'s 2FA', () => {
+  it('also ends the lock of wrong codes: 2FA switched on again works at once', async () => {
+    const uid = await createUser(s, admin, { username: 'relock', password: 'relock-pass' });
+    const enable = async () => {
+      const token = await s.login('relock', 'relock-pass');
+      const secret = (await s.api<{ secret: string }>('/api/auth/2fa/generate', { token, method: 'POST' })).data!.secret;
+      await awayFromStepEnd();
+      expect(await s.api('/api/auth/2fa/verify', { token, body: { code: authenticator.generate(secret), secret } })).toMatchObject({ code: 200 });
+      return secret;
+    };
+    await enable();
+    // Five wrong codes with the right password lock the user's code attempts (otp-guard.ts).
+    for (let i = 0; i < 5; i++) {
+      await s.api('/api/auth/login', { body: { username: 'relock', password: 'relock-pass', otp_code: '000000' } });
+      await clearThrottle(s);
+    }
+    expect(await s.api(`/api/admin/user/cancel_2fa?id=${uid}`, { token: admin, method: 'POST' })).toMatchObject({ code: 200 });
+    const secret = await enable();
+    const next = authenticator.clone({ epoch: Date.now() + 30_000 }).generate(secret);
+    expect(await s.api('/api/auth/login', { body: { username: 'relock', password: 'relock-pass', otp_code: next } })).toMatchObject({ code: 200 });
+    await clearThrottle(s);
+  });
+});
+
 describe('logout past the per-user revocation cap', () => {
   it("ends the user's other tokens once, not on every later logout", async () => {
     const id = await createUser(s, admin, { username: 'looper', password: 'looper-pass' });

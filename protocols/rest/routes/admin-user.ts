@@ -123,6 +123,9 @@ const routes: RoutePlugin = async (app, { core }) => {
     const user = await userById(req);
     await store.users.update(user.id, { otp_secret: '' });
     accounts.forgetCredentials();
+    // A lock of wrong codes would outlive the 2FA it guarded and refuse the user's codes once
+    // they switch it on again.
+    accounts.otpGuard.succeed(user.id);
     return ok();
   });
 
