@@ -5,6 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
@@ -123,3 +125,23 @@ it('a download cancelled before qBittorrent lists its torrent: the torrent is de
   await until('the orphan torrent to be deleted', async () => ((await listed(id)).length === 0 ? true : undefined), 10_000, 200);
   expect(await readdir(join(ts.dataDir, 'temp', 'qBittorrent', id)).catch(() => 'gone')).toBe('gone');
 }, 30_000);
+
+it('qbittorrent_url changed by a plain setting save: the session cookie of the old address never goes to the new one', async () => {
+  const seen: string[] = [];
+  const other = createServer((req, res) => {
+    seen.push(`${req.url} ${req.headers.cookie ?? ''}`);
+    res.writeHead(403).end('Forbidden');
+  });
+  await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+  try {
+    ok(await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://admin:adminadmin@127.0.0.1:${port}/`, seedtime: '0' } }));
+    ok(await setting('qbittorrent_url', `http://admin:adminadmin@127.0.0.1:${(other.address() as AddressInfo).port}/`));
+    ok(await add([`${web.url}/t.torrent`], '/bt-moved'));
+    await until('the new address asked', async () => (seen.length > 0 ? true : undefined), 20_000, 50);
+    await settle(ts, admin, 'offline_download');
+    expect(seen.filter((s) => s.includes('SID='))).toEqual([]);
+  } finally {
+    other.close();
+    ok(await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://admin:adminadmin@127.0.0.1:${port}/`, seedtime: '0' } }));
+  }
+}, 60_000);

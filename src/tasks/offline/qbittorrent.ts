@@ -63,6 +63,8 @@ export class QbittorrentTool implements OfflineTool {
   readonly followsRedirects = true;
   readonly rechecks = true;
   private cookie = '';
+  /** The qbittorrent_url the cookie was issued by: the setting may change, and a SID never goes to another address. */
+  private cookieUrl = '';
   private version = '';
   /** Tasks whose torrent is being watched for after they ended (see discard). */
   private readonly watchers = new Map<string, AbortController>();
@@ -85,6 +87,7 @@ export class QbittorrentTool implements OfflineTool {
   }
 
   private async login(): Promise<void> {
+    const url = this.settings.get('qbittorrent_url');
     const { base, user, pass } = this.endpoint();
     const res = await request(new URL('api/v2/auth/login', base), {
       method: 'POST',
@@ -96,10 +99,11 @@ export class QbittorrentTool implements OfflineTool {
     const sid = /SID=([^;]+)/.exec(res.headers.get('set-cookie') ?? '');
     if (!res.ok || text.trim() !== 'Ok.' || !sid) throw new Error(`qBittorrent login failed: ${text.trim() || `HTTP ${res.status}`}`);
     this.cookie = `SID=${sid[1]}`;
+    this.cookieUrl = url;
   }
 
   private async call(path: string, body?: FormData | URLSearchParams, signal?: AbortSignal, again = true): Promise<string> {
-    if (!this.cookie) await this.login();
+    while (!this.cookie || this.cookieUrl !== this.settings.get('qbittorrent_url')) await this.login();
     const { base } = this.endpoint();
     const timeout = AbortSignal.timeout(10_000);
     const res = await request(new URL(path, base), {
