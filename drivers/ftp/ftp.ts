@@ -1,5 +1,5 @@
 import { posix } from 'node:path';
-import { PassThrough, pipeline, Writable, type Readable } from 'node:stream';
+import { PassThrough, pipeline, Readable, Writable } from 'node:stream';
 import { FileType, FTPError, type Client, type FileInfo } from 'basic-ftp';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments } from '../../src/paths.js';
@@ -51,6 +51,31 @@ async function refusable<T>(op: () => Promise<T>, there: () => Promise<boolean>,
     }
     throw e;
   }
+}
+
+/**
+ * `src` as the body of an upload on `c`. basic-ftp's idle timeout on the data socket (15 s) cut the
+ * upload of a client that paused that long (a slow uplink): it is off while we wait for our own
+ * client's next bytes, and on, for the server, whenever there are bytes to send or the body has ended.
+ * treegate's own idle limit cuts a client that stays quiet.
+ */
+function patientBody(c: Client, src: Readable): Readable {
+  const it = src[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  async function* feed(): AsyncGenerator<Buffer> {
+    try {
+      for (;;) {
+        c.ftp.dataSocket?.setTimeout(0);
+        const r = await it.next();
+        c.ftp.dataSocket?.setTimeout(c.ftp.timeout);
+        if (r.done) return;
+        yield r.value;
+      }
+    } finally {
+      await it.return?.();
+    }
+  }
+  // One chunk of read-ahead: the generator waits at `yield` (timeout on) while the server is slow.
+  return Readable.from(feed(), { objectMode: false, highWaterMark: 1 });
 }
 
 export class FtpDriver implements Driver {
@@ -205,7 +230,7 @@ export class FtpDriver implements Driver {
         if (await isDir(c, remote)) throw new VfsError('IS_A_DIR', undefined, { path });
         try {
           pipeline(stream, count, () => undefined); // a source error destroys `count`, failing the upload
-          await refusable(() => c.uploadFrom(count, tmp), () => isDir(c, this.remote(dstDir.path)), path);
+          await refusable(() => c.uploadFrom(patientBody(c, count), tmp), () => isDir(c, this.remote(dstDir.path)), path);
           if (count.errored) throw count.errored;
           // RNTO replaces an existing file on common servers: with noReplace, look just before it.
           if (args.noReplace && ((await fileSize(c, remote)) !== undefined || (await isDir(c, remote)))) {
@@ -224,7 +249,7 @@ export class FtpDriver implements Driver {
         if (args.modified && (await this.setTime(c, remote, args.modified).then(() => true, () => false))) {
           kept = await c.lastMod(remote).catch(() => undefined);
         }
-      }, { signal: args.signal, path });
+      }, { signal: args.signal, path, own: true });
     } catch (e) {
       if (!(e instanceof VfsError && e.code === 'IS_A_DIR')) await this.discard(tmp);
       throw count.errored instanceof VfsError ? count.errored : e;

@@ -1,10 +1,11 @@
 /**
  * A small pool of FTP control connections per storage: FTP runs one command at a time per
- * connection, so each job has a connection to itself, and a slow upload only holds one of them.
- * Jobs beyond the pool size wait their turn. Idle connections are reused and closed after a while;
- * one that broke or was aborted is dropped, never reused. A transport failure retries idempotent
- * jobs once on a fresh connection; a server answer (FTPError) never does. Aborting a job closes its
- * connection, which is the only reliable way to stop an FTP transfer.
+ * connection, so each job has a connection to itself. Uploads and downloads, which last as long as
+ * their client takes, dial connections of their own outside the pool. Jobs beyond the pool size
+ * wait their turn. Idle connections are reused and closed after a while; one that broke or was
+ * aborted is dropped, never reused. A transport failure retries idempotent jobs once on a fresh
+ * connection; a server answer (FTPError) never does. Aborting a job closes its connection, which is
+ * the only reliable way to stop an FTP transfer.
  */
 import { setMaxListeners } from 'node:events';
 import { Client, FTPError, parseList, type FileInfo } from 'basic-ftp';
@@ -20,7 +21,11 @@ export interface FtpParams {
   encoding: BufferEncoding;
 }
 
-const CONNECT_TIMEOUT_MS = 15_000;
+/**
+ * basic-ftp's timeout for connecting and for a control or data socket gone silent. Mutable only so
+ * tests can shorten it; read when a connection is dialled.
+ */
+export const FTP_TIMEOUTS = { idleMs: 15_000 };
 
 export function parseAddress(address: string): { host: string; port: number } {
   const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(address) ?? /^([^:]+)(?::(\d+))?$/.exec(address);
@@ -64,6 +69,12 @@ export interface JobOpts {
   signal?: AbortSignal;
   path?: string;
   idempotent?: boolean;
+  /**
+   * On a connection of its own, dialled for the job and closed after it, outside the pool (an
+   * upload, as downloads): a job that lasts as long as its client takes (a slow uplink) held one of
+   * the pool's few slots, and a few such uploads stalled every listing of the storage.
+   */
+  own?: boolean;
 }
 
 /**
@@ -111,7 +122,7 @@ export class FtpSession {
   async dial(signal?: AbortSignal): Promise<Client> {
     const stop = this.stopped(signal);
     if (stop) throw stop;
-    const c = new Client(CONNECT_TIMEOUT_MS);
+    const c = new Client(FTP_TIMEOUTS.idleMs);
     c.parseList = parseListWhole;
     c.ftp.encoding = this.p.encoding as typeof c.ftp.encoding;
     const unsubscribe = this.onStop(signal, () => c.close());
@@ -137,11 +148,11 @@ export class FtpSession {
    * sharing a connection except its working directory, and every path sent is absolute.
    */
   async run<T>(fn: (c: Client) => Promise<T>, opts: JobOpts = {}): Promise<T> {
-    await this.acquire(opts.signal);
+    if (!opts.own) await this.acquire(opts.signal);
     try {
       for (let attempt = 0; ; attempt++) {
         // A retry dials: the failure may have been the server dropping every idle connection too.
-        const c = attempt ? await this.dial(opts.signal) : await this.take(opts.signal);
+        const c = attempt || opts.own ? await this.dial(opts.signal) : await this.take(opts.signal);
         const unsubscribe = this.onStop(opts.signal, () => c.close()); // the only reliable way to stop a transfer
         try {
           const stop = this.stopped(opts.signal); // stopped while the connection was being taken
@@ -156,11 +167,12 @@ export class FtpSession {
           if (!opts.idempotent || attempt > 0) throw ftpError(e, opts.path);
         } finally {
           unsubscribe();
-          this.give(c);
+          if (opts.own) c.close();
+          else this.give(c);
         }
       }
     } finally {
-      this.release();
+      if (!opts.own) this.release();
     }
   }
 

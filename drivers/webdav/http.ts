@@ -31,7 +31,12 @@ const SAFE = new Set(['GET', 'HEAD', 'OPTIONS', 'PROPFIND']);
 export const DAV_TIMEOUTS = { idleMs: 60_000 };
 
 export class DavHttp {
-  private readonly httpAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+  /**
+   * Keep-alive agents with no cap on sockets (as Go's transport, which AList uses): a download holds
+   * its socket as long as its reader takes, so with a cap of 8 eight paused readers (video players)
+   * made every later request of the storage, listings included, wait in the agent's queue for good.
+   */
+  private readonly httpAgent = new http.Agent({ keepAlive: true });
   private readonly httpsAgent: https.Agent;
 
   /** `fixed` headers go on every request (e.g. the instance id that lets treegate detect loops). */
@@ -39,7 +44,7 @@ export class DavHttp {
     private readonly origin: string, private readonly authorization: string | undefined, insecure: boolean,
     private readonly fixed: Record<string, string> = {},
   ) {
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: !insecure });
+    this.httpsAgent = new https.Agent({ keepAlive: true, rejectUnauthorized: !insecure });
   }
 
   async request(method: string, url: URL, opts: RequestOpts = {}): Promise<DavResponse> {
@@ -98,6 +103,9 @@ export class DavHttp {
         // The socket is quiet because our reader holds the body back (a paused video player), not
         // because the server went silent: look again later instead of cutting the download.
         if (body && body.readableLength > 0) return void req.setTimeout(DAV_TIMEOUTS.idleMs);
+        // Likewise an upload whose own client is quiet (a slow uplink): the body is not all given yet
+        // and the server has taken every byte we had. treegate's own idle limit cuts that client.
+        if (!body && opts.body instanceof Readable && !req.writableEnded && req.writableLength === 0) return void req.setTimeout(DAV_TIMEOUTS.idleMs);
         const e = new VfsError('UPSTREAM', `webdav: ${method} timed out`);
         // The answer has begun and its body went silent (a download, a listing): fail the body,
         // or its reader would wait forever on a socket that stays open.
