@@ -48,7 +48,13 @@ export function s3Error(e: unknown, path?: string, bucket?: string): VfsError {
   if (name === 'AbortError') return new VfsError('UPSTREAM', 'operation aborted', { path, cause: e });
   if (name === 'NoSuchBucket') return new VfsError('UPSTREAM', `bucket ${bucket ?? ''} does not exist`, { path, cause: e });
   if (name === 'NoSuchKey' || name === 'NotFound' || status === 404) return new VfsError('NOT_FOUND', undefined, { path, cause: e });
-  if (['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'Forbidden'].includes(name) || status === 403) {
+  // AccessDenied names good credentials that the key's rights or the bucket policy do not let do
+  // this: a refusal (403), as FTP's. It was a 500 telling to check credentials that were fine. A bare
+  // 403 (HEAD answers have no body) may be either, so it keeps the hint.
+  if (name === 'AccessDenied') {
+    return new VfsError('FORBIDDEN', `S3 refused it (AccessDenied): the key's rights or the bucket policy do not allow it`, { path, cause: e });
+  }
+  if (['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'Forbidden'].includes(name) || status === 403) {
     return new VfsError('UPSTREAM', `access denied by S3 (${name || status}): check access_key_id and secret_access_key`, { path, cause: e });
   }
   if (name === 'TimeoutError') return new VfsError('UPSTREAM', `S3 endpoint timed out: ${err.message ?? ''}`.trim(), { path, cause: e });

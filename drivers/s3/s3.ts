@@ -4,6 +4,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { contentTypeOf, rfc5987 } from '../../src/content-headers.js';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments, validateName } from '../../src/paths.js';
 import type { CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
@@ -33,6 +34,13 @@ const MAX_PRESIGN_SECONDS = 7 * 24 * 3600;
 const ALIST_PLACEHOLDER = '.placeholder';
 
 /**
+ * A key segment no virtual path can carry (`.`, `..`, a backslash, as other S3 clients write:
+ * `dir\file.txt` from Windows tools). Such entries are left out of a listing, as the Local driver
+ * does: joined into a path they threw INVALID, and the whole folder could not be listed.
+ */
+const unreachable = (name: string) => name === '.' || name === '..' || name.includes('\\');
+
+/**
  * HTTP timeouts of every S3 request (@smithy/node-http-handler 4.x). `idleMs` is the socket idle
  * timeout (socketTimeout: no byte either way for that long, while sending the body, waiting for the
  * answer or reading it), so a transfer that keeps moving is never cut. The handler's requestTimeout
@@ -46,6 +54,18 @@ export const S3_TIMEOUTS = { connectMs: 10_000, idleMs: 30_000, requestMs: 0 };
 
 function withScheme(endpoint: string): string {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint) ? endpoint : `https://${endpoint}`;
+}
+
+/**
+ * remove_bucket: the URL without the bucket's path segment, where path-style puts it (right after
+ * custom_host's own path). Replacing the first `/<bucket>` anywhere hit the host of a CDN named after
+ * its bucket (`https://media.example.com/media/x` became `https:/.example.com/media/x`).
+ */
+function withoutBucket(url: string, customHost: string, bucket: string): string {
+  const host = new URL(withScheme(customHost));
+  if (new URL(url).host !== host.host) return url; // virtual-hosted: the bucket is in the host name
+  const at = url.indexOf('/', url.indexOf('//') + 2) + host.pathname.replace(/\/$/, '').length;
+  return url.startsWith(`/${bucket}/`, at) ? url.slice(0, at) + url.slice(at + bucket.length + 1) : url;
 }
 
 export class S3Driver implements Driver {
@@ -150,12 +170,12 @@ export class S3Driver implements Driver {
         for (const p of page.prefixes) {
           seen = true;
           const name = p.slice(prefix.length, -1);
-          if (name) out.push(this.dirObj(join(dir.path, name)));
+          if (name && !unreachable(name)) out.push(this.dirObj(join(dir.path, name)));
         }
         for (const o of page.contents) {
           seen = true;
           const name = o.Key!.slice(prefix.length);
-          if (!name || name === this.placeholderName || name === ALIST_PLACEHOLDER) continue;
+          if (!name || name === this.placeholderName || name === ALIST_PLACEHOLDER || unreachable(name)) continue;
           out.push({ name, path: join(dir.path, name), size: o.Size ?? 0, isDir: false, modified: o.LastModified ?? new Date(0) });
         }
       }
@@ -171,13 +191,13 @@ export class S3Driver implements Driver {
     if (file.isDir) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
     const hours = this.opts.sign_url_expire > 0 ? this.opts.sign_url_expire : 4;
     const seconds = Math.min(Math.round(hours * 3600), MAX_PRESIGN_SECONDS);
-    const disposition = this.opts.add_filename_to_disposition ? `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}` : undefined;
+    const disposition = this.opts.add_filename_to_disposition ? `attachment; filename*=UTF-8''${rfc5987(file.name)}` : undefined;
     const cmd = new GetObjectCommand({ Bucket: this.bucket, Key: this.keys.key(file.path), ResponseContentDisposition: disposition });
     let url = await this.call(file.path, () => getSignedUrl(this.linkClient, cmd, { expiresIn: seconds }));
     if (this.opts.custom_host) {
       // A CDN in front of a public bucket needs no signature unless asked for one.
       if (!this.opts.enable_custom_host_presign) url = url.split('?')[0]!;
-      if (this.opts.remove_bucket) url = url.replace('/' + this.bucket, '');
+      if (this.opts.remove_bucket) url = withoutBucket(url, this.opts.custom_host, this.bucket);
     }
     return { kind: 'url', url, expiresAt: new Date(Date.now() + seconds * 1000) };
   }
@@ -205,7 +225,9 @@ export class S3Driver implements Driver {
     pipeline(stream, count, () => undefined); // a source error destroys `count`, which fails the upload
     const upload = new Upload({
       client: this.client,
-      params: { Bucket: this.bucket, Key: this.keys.key(path), Body: count },
+      // The type is stored with the object: a presigned link answers with it (octet-stream made
+      // browsers download a PDF or a video instead of showing it).
+      params: { Bucket: this.bucket, Key: this.keys.key(path), Body: count, ContentType: contentTypeOf(args.name) },
       partSize: partSizeFor(args.size),
       queueSize: QUEUE_SIZE,
       leavePartsOnError: false, // a failed multipart upload is aborted: nothing is left behind
@@ -237,7 +259,9 @@ export class S3Driver implements Driver {
       const r = await this.client.send(new DeleteObjectsCommand({
         Bucket: this.bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
       }), { abortSignal: signal });
-      if (r.Errors?.length) throw new VfsError('UPSTREAM', `S3 refused to delete ${r.Errors.length} object(s): ${r.Errors[0]!.Code}`);
+      const code = r.Errors?.[0]?.Code;
+      // Per-key refusals come in a 200 answer: AccessDenied is a refusal as in s3Error.
+      if (r.Errors?.length) throw new VfsError(code === 'AccessDenied' ? 'FORBIDDEN' : 'UPSTREAM', `S3 refused to delete ${r.Errors.length} object(s): ${code}`);
     }
   }
 

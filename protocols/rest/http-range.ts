@@ -78,9 +78,3 @@ export function planRange(h: IncomingHttpHeaders, size: number, etag: string, mo
   const end = b === '' ? size - 1 : Math.min(Number(b), size - 1);
   return { kind: 'partial', start, end };
 }
-
-/** `attachment; filename="<escaped>"; filename*=UTF-8''<escaped>` (header-safe for any name). */
-export function attachment(name: string): string {
-  const enc = encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
-  return `attachment; filename="${enc}"; filename*=UTF-8''${enc}`;
-}

@@ -10,7 +10,7 @@ import { join, sep } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { normalize } from '../../../src/paths.js';
 import { etagOf, notModified, planRange } from '../http-range.js';
-import { contentTypeOf } from '../mime.js';
+import { contentTypeOf } from '../../../src/content-headers.js';
 
 export const STATIC_FOLDERS = ['assets', 'images', 'static', 'streamer'] as const;
 

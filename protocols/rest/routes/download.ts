@@ -26,9 +26,9 @@ import { ApiError } from '../envelope.js';
 import { extOf, settingOr, typeList } from '../entry.js';
 import { downProxy, mustProxy } from '../fs-common.js';
 import { knownModTime } from '../../http-date.js';
-import { attachment, etagOf, notModified, planRange, preconditionFailed } from '../http-range.js';
+import { etagOf, notModified, planRange, preconditionFailed } from '../http-range.js';
 import { queryString } from '../input.js';
-import { contentTypeOf } from '../mime.js';
+import { attachment, contentTypeOf } from '../../../src/content-headers.js';
 
 /** See the file comment. role -1 is deliberately outside ROLE's values. */
 export const LINK_PRINCIPAL: Principal = Object.freeze({

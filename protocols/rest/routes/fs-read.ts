@@ -29,7 +29,7 @@ async function listing(core: Core, ctx: AccessContext, path: string, refresh: bo
     if (refresh && !l.facts.write) throw new ApiError(403, 'Refresh without permission');
     return l;
   } catch (e) {
-    if (refresh && (isVfsError(e, 'READ_ONLY') || isVfsError(e, 'FORBIDDEN'))) throw new ApiError(403, 'Refresh without permission');
+    if (refresh && isVfsError(e, 'READ_ONLY')) throw new ApiError(403, 'Refresh without permission');
     throw e;
   }
 }

@@ -1,4 +1,9 @@
-/** Content-Type by file extension for streamed downloads (`application/octet-stream` otherwise). */
+/**
+ * The Content-Type and Content-Disposition of a file by its name: for streamed downloads, and for
+ * drivers that store a type with an object (S3: a presigned link answers with it).
+ */
+
+/** Content-Type by file extension (`application/octet-stream` otherwise). */
 const TYPES: Record<string, string> = {
   txt: 'text/plain; charset=utf-8', md: 'text/markdown; charset=utf-8', html: 'text/html; charset=utf-8', htm: 'text/html; charset=utf-8',
   css: 'text/css; charset=utf-8', csv: 'text/csv; charset=utf-8', xml: 'text/xml; charset=utf-8', js: 'text/javascript; charset=utf-8',
@@ -18,4 +23,16 @@ const TYPES: Record<string, string> = {
 export function contentTypeOf(name: string): string {
   const dot = name.lastIndexOf('.');
   return (dot >= 0 && TYPES[name.slice(dot + 1).toLowerCase()]) || 'application/octet-stream';
+}
+
+/** A name as an RFC 5987 value (`filename*=UTF-8''<this>`), header-safe for any name. */
+export function rfc5987(name: string): string {
+  // encodeURIComponent leaves ' ( ) * as they are, which are not value-chars: strict parsers refuse them.
+  return encodeURIComponent(name).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+}
+
+/** `attachment; filename="<escaped>"; filename*=UTF-8''<escaped>`. */
+export function attachment(name: string): string {
+  const enc = rfc5987(name);
+  return `attachment; filename="${enc}"; filename*=UTF-8''${enc}`;
 }
