@@ -26,6 +26,18 @@ async function isDir(c: Client, remote: string): Promise<boolean> {
   }
 }
 
+/**
+ * The entries of folder `remote`, or undefined when it cannot be entered (missing, a file, or
+ * refused). CWD, then LIST of the working folder: vsftpd reads a LIST argument it cannot open as a
+ * folder as "folder/pattern" (wildcards too), so LIST of `/a.txt` listed a.txt itself, a lookup of
+ * `/a.txt/a.txt` (or of a.txt under a missing folder `a*`) found a file, and a folder it may not
+ * open listed itself.
+ */
+async function listDir(c: Client, remote: string): Promise<FileInfo[] | undefined> {
+  if (!(await isDir(c, remote))) return undefined;
+  return (await c.list()).filter((f) => f.name !== '.' && f.name !== '..');
+}
+
 async function fileSize(c: Client, remote: string): Promise<number | undefined> {
   try {
     return await c.size(remote);
@@ -108,6 +120,20 @@ export class FtpDriver implements Driver {
     return { name: f.name, path, size: dir ? 0 : f.size, isDir: dir, modified };
   }
 
+  /**
+   * `obj`, with a symlink taken as what it points to: the listing gives the link itself, so a link
+   * to a folder was a file that could not be opened and a link to a file had the size of its target
+   * text. A broken link stays as listed. This leaves `c` in another working folder.
+   */
+  private async entry(c: Client, path: string, f: FileInfo): Promise<Obj> {
+    const o = this.obj(path, f);
+    if (f.type !== FileType.SymbolicLink) return o;
+    const target = this.remote(path);
+    if (await isDir(c, target)) return { ...o, size: 0, isDir: true };
+    const size = await fileSize(c, target);
+    return size === undefined ? o : { ...o, size };
+  }
+
   async init(signal: AbortSignal): Promise<void> {
     const ok = await this.session.run((c) => isDir(c, this.root), { signal, idempotent: true });
     if (!ok) throw new VfsError('UPSTREAM', `root folder ${this.root} not exists`);
@@ -121,12 +147,17 @@ export class FtpDriver implements Driver {
     if (!dir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
     const remote = this.remote(dir.path);
     return this.session.run(async (c) => {
-      const all = (await c.list(remote)).filter((f) => f.name !== '.' && f.name !== '..' && !isTempName(f.name));
-      // Many servers answer LIST of a missing folder with an empty listing: tell the cases apart.
-      if (!all.length && segments(dir.path).length && !(await isDir(c, remote))) {
-        throw new VfsError((await fileSize(c, remote)) === undefined ? 'NOT_FOUND' : 'NOT_A_DIR', undefined, { path: dir.path });
+      const all = await listDir(c, remote);
+      if (!all) {
+        if ((await fileSize(c, remote)) !== undefined) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
+        // A folder its parent lists that cannot be entered is refused to this account, not missing.
+        const s = segments(dir.path);
+        const listed = s.length && (await listDir(c, this.remote('/' + s.slice(0, -1).join('/'))))?.some((f) => f.name === s.at(-1));
+        throw new VfsError(listed ? 'FORBIDDEN' : 'NOT_FOUND', undefined, { path: dir.path });
       }
-      return all.map((f) => this.obj(join(dir.path, f.name), f));
+      const out: Obj[] = [];
+      for (const f of all) if (!isTempName(f.name)) out.push(await this.entry(c, join(dir.path, f.name), f));
+      return out;
     }, { signal: args.signal, path: dir.path, idempotent: true });
   }
 
@@ -136,9 +167,9 @@ export class FtpDriver implements Driver {
     const p = '/' + s.join('/');
     const parent = this.remote('/' + s.slice(0, -1).join('/'));
     return this.session.run(async (c) => {
-      const hit = (await c.list(parent)).find((f) => f.name === s.at(-1));
+      const hit = (await listDir(c, parent))?.find((f) => f.name === s.at(-1));
       if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: p });
-      const o = this.obj(p, hit);
+      const o = await this.entry(c, p, hit);
       if (o.isDir) return o;
       // LIST times have minute or day precision; MDTM has seconds.
       const exact = await c.lastMod(this.remote(p)).catch(() => undefined);
@@ -300,6 +331,11 @@ export class FtpDriver implements Driver {
     await this.session.run(async (c) => {
       if (!obj.isDir) return void (await refusable(() => c.remove(remote), async () => (await fileSize(c, remote)) !== undefined, obj.path));
       if (!(await isDir(c, remote))) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
+      // A link to a folder is listed as a folder: removing it removes the link (DELE), never what the
+      // folder it points to holds (removeDir enters the link and empties the target).
+      const s = segments(obj.path);
+      const listed = (await listDir(c, this.remote('/' + s.slice(0, -1).join('/'))))?.find((f) => f.name === s.at(-1));
+      if (listed?.type === FileType.SymbolicLink) return void (await refusable(() => c.remove(remote), () => isDir(c, remote), obj.path));
       if (args.onlyEmpty) {
         // LIST may skip dotfiles; RMD itself refuses a folder with anything in it (550 here: the
         // folder was just found, so that is what it means).

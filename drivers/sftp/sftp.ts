@@ -9,6 +9,7 @@ import { abortError, counter, destroyOnAbort, isTempName, tempName, creatableNam
 import { call, deadReason, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
 import type { SftpOptions } from './index.js';
 
+const EOF = 1;
 const NO_SUCH_FILE = 2;
 const byName = (a: Obj, b: Obj) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name));
 
@@ -57,6 +58,31 @@ async function writeAll(s: SFTPWrapper, handle: Buffer, src: AsyncIterable<Buffe
   if (pendingLen) await send(pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingLen));
   while (inflight.size && !failed) await Promise.race(inflight);
   if (failed) throw failed.e;
+}
+
+type Entry = { filename: string; attrs: Stats };
+
+/**
+ * Every entry of folder `remote`, one READDIR request at a time. ssh2's readdir(path) does the
+ * whole folder in one callback, so the per-request deadline covered all of its round trips: a large
+ * folder on a slow link failed with "no answer" (dropping the connection) while the server
+ * answered every request.
+ */
+async function readdirAll(s: SFTPWrapper, remote: string): Promise<Entry[]> {
+  const handle = await call<Buffer>(s, (cb) => s.opendir(remote, cb));
+  const out: Entry[] = [];
+  try {
+    for (;;) {
+      const batch = await call<Entry[]>(s, (cb) => s.readdir(handle, cb as never)).catch((e: unknown) => {
+        if (sftpStatus(e) === EOF) return undefined;
+        throw e;
+      });
+      if (!batch) return out;
+      for (const e of batch) out.push(e);
+    }
+  } finally {
+    await call(s, (cb) => s.close(handle, cb)).catch(() => undefined);
+  }
 }
 
 /**
@@ -129,7 +155,7 @@ export class SftpDriver implements Driver {
     const remote = this.remote(dir.path);
     let entries;
     try {
-      entries = await this.read(dir.path, (s) => call<Array<{ filename: string; attrs: Stats }>>(s, (cb) => s.readdir(remote, cb as never)), args.signal);
+      entries = await this.read(dir.path, (s) => readdirAll(s, remote), args.signal);
     } catch (e) {
       const st = await this.tryStat(dir.path, args.signal);
       if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dir.path });
@@ -304,7 +330,7 @@ export class SftpDriver implements Driver {
     // READDIR itself, not list(): list follows links, so a link to a folder outside the root was
     // copied as that folder's content, and a link to its own folder looped until ELOOP.
     const remote = this.remote(src.path);
-    const entries = await this.read(src.path, (s) => call<Array<{ filename: string; attrs: Stats }>>(s, (cb) => s.readdir(remote, cb as never)), signal);
+    const entries = await this.read(src.path, (s) => readdirAll(s, remote), signal);
     for (const { filename, attrs } of entries.sort((a, b) => Buffer.compare(Buffer.from(a.filename), Buffer.from(b.filename)))) {
       if (filename === '.' || filename === '..' || isTempName(filename)) continue;
       const child = join(src.path, filename);
@@ -338,7 +364,7 @@ export class SftpDriver implements Driver {
     }
     // READDIR itself, not list(): list leaves out upload temp files and fails on (or skips) broken
     // symlinks, and any of those left in the folder made its rmdir fail.
-    const entries = await this.read(obj.path, (s) => call<Array<{ filename: string; attrs: Stats }>>(s, (cb) => s.readdir(remote, cb as never)), args.signal);
+    const entries = await this.read(obj.path, (s) => readdirAll(s, remote), args.signal);
     const children = entries.filter((e) => e.filename !== '.' && e.filename !== '..');
     // onlyEmpty: READDIR shows every entry; the server's rmdir refuses a folder filled meanwhile.
     if (args.onlyEmpty && children.length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
