@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseOptions } from '../drivers/options.js';
+import { startSshd } from '../drivers/testing/sshd.js';
 import type { DriverDefinition } from '../drivers/types.js';
 import { sftpDefinition } from '../drivers/sftp/index.js';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
@@ -144,4 +145,20 @@ describe('SFTP: listing a large folder over a slow link', () => {
       link.close();
     }
   }, 120_000);
+});
+
+describe('SFTP: a server that refuses to set times (internal-sftp -P setstat,fsetstat)', () => {
+  it('an upload with a modification time lands and succeeds, keeping its upload time (it failed once the file had landed)', async () => {
+    const sshd = await startSshd({ sftpFlags: '-P setstat,fsetstat' });
+    try {
+      ok(await createStorage(ts, admin, '/sftp-notimes', 'SFTP', additionFor.SFTP(sshd)));
+      ok(await putFile(ts, admin, '/sftp-notimes/dated.txt', 'dated', { 'last-modified': '1600000000000' }));
+      expect(await readFile(join(sshd.dataDir, 'dated.txt'), 'utf8')).toBe('dated');
+      expect((await stat(join(sshd.dataDir, 'dated.txt'))).mtimeMs).toBeGreaterThan(1600000000000 + 86_400_000);
+      // Nothing else is left in the folder (no temp file).
+      expect(await readdir(sshd.dataDir)).toEqual(['dated.txt']);
+    } finally {
+      await sshd.stop();
+    }
+  }, 60_000);
 });

@@ -246,6 +246,7 @@ export class SftpDriver implements Driver {
         handle = await call<Buffer>(s, (cb) => s.open(remoteTmp, 'w', cb));
         const h = handle;
         await pipeline(stream, counter(args.size, args.onProgress), (src: AsyncIterable<Buffer>) => writeAll(s, h, src), { signal: args.signal });
+        await this.keepTime(s, h, path, args.modified);
         handle = undefined;
         await call(s, (cb) => s.close(h, cb)); // every write is acknowledged before the name appears
         // noReplace: the protocol's plain RENAME, which fails when the name is taken (OpenSSH links).
@@ -268,10 +269,23 @@ export class SftpDriver implements Driver {
         if (dead) throw dead;
         throw e instanceof VfsError || sftpStatus(e) !== undefined ? sftpError(e, path) : new VfsError('UPSTREAM', 'upload failed', { path, cause: e });
       }
-      // A time SFTP cannot carry is not kept: the file keeps its upload time (and says so).
-      if (args.modified && uint32SecondsOrNone(args.modified) !== undefined) await this.setTimes(s, path, args.modified);
     }, args.signal);
     return this.get(path, args);
+  }
+
+  /**
+   * Set an upload's time on its open temp file (FSETSTAT), so the file appears with it. A time SFTP
+   * cannot carry is not kept (the file keeps its upload time, and says so). Neither is one the
+   * server refuses (sftp-server -P fsetstat): failing the upload for it, once the file had replaced
+   * the old one, made the client retry an upload that was done.
+   */
+  private async keepTime(s: SFTPWrapper, handle: Buffer, path: string, modified: Date | undefined): Promise<void> {
+    const secs = modified && uint32SecondsOrNone(modified);
+    if (secs === undefined) return;
+    await call(s, (cb) => s.futimes(handle, secs, secs, cb)).catch((e: unknown) => {
+      if (sftpStatus(e) === undefined) throw e; // the connection, not the server's answer
+      this.ctx.log.warn({ err: e, path }, 'sftp: the server refused the upload\'s modification time; it keeps the upload time');
+    });
   }
 
   private async setTimes(s: SFTPWrapper, path: string, modified: Date): Promise<void> {

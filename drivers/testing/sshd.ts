@@ -22,7 +22,8 @@ export interface Sshd {
   stop(): Promise<void>;
 }
 
-export async function startSshd(): Promise<Sshd> {
+/** `sftpFlags`: options of internal-sftp (e.g. `-P fsetstat` to refuse a request, as some servers do). */
+export async function startSshd(opts: { sftpFlags?: string } = {}): Promise<Sshd> {
   await requireTool('/usr/sbin/sshd', 'openssh-server');
   await requireTool('/usr/bin/ssh-keygen', 'openssh-client');
   const dir = await mkdtemp(join(tmpdir(), 'tg-sshd-'));
@@ -37,7 +38,7 @@ export async function startSshd(): Promise<Sshd> {
     `Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'host_key')}`, 'PidFile none',
     `AuthorizedKeysFile ${join(dir, 'authorized_keys')}`, 'StrictModes no', 'UsePAM no',
     'PermitRootLogin prohibit-password', 'PasswordAuthentication yes', 'KbdInteractiveAuthentication no',
-    'Subsystem sftp internal-sftp', 'LogLevel ERROR', 'LoginGraceTime 20', 'MaxStartups 50',
+    `Subsystem sftp internal-sftp ${opts.sftpFlags ?? ''}`.trim(), 'LogLevel ERROR', 'LoginGraceTime 20', 'MaxStartups 50',
   ].join('\n');
   await writeFile(join(dir, 'sshd_config'), cfg + '\n');
   const server = await startServer('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd_config')], port);
