@@ -99,38 +99,30 @@ describe('WebDav: clients that pause their downloads (paused video players)', ()
 });
 
 describe('an upload whose client pauses (a slow uplink), well within treegate\'s own idle limit', () => {
-  it('FTP: a client quiet for longer than basic-ftp\'s socket timeout still uploads the whole file (it was cut)', async () => {
-    // basic-ftp's timeout (15 s), shortened here (same process) so a pause can outlast it quickly;
-    // a storage of its own, so every connection it dials has the short one.
-    const saved = FTP_TIMEOUTS.idleMs;
-    FTP_TIMEOUTS.idleMs = 3000;
+  /** With the driver's timeout `limits.idleMs` set to 3 s (same process), a PUT into `folder` paused 7 s. */
+  async function pauseOutlasts(limits: { idleMs: number }, folder: string, before = async () => undefined as unknown) {
+    const saved = limits.idleMs;
+    limits.idleMs = 3000;
     try {
-      ok(await createStorage(ts, admin, '/ftp-short', 'FTP', remote.additionOf('FTP')));
-      ok(await putFile(ts, admin, '/ftp-short/pausing/keep.txt', 'keep'));
+      await before();
+      ok(await putFile(ts, admin, `${folder}/keep.txt`, 'keep'));
       const body = BIG.subarray(0, 6 << 20);
-      const put = slowPut('/ftp-short/pausing/a.bin', body);
+      const put = slowPut(`${folder}/a.bin`, body);
       await new Promise((r) => setTimeout(r, 7000));
       expect(await put.finish()).toBe(201);
-      expect((await getAll('/ftp-short/pausing/a.bin')).body.equals(body)).toBe(true);
+      expect((await getAll(`${folder}/a.bin`)).body.equals(body)).toBe(true);
     } finally {
-      FTP_TIMEOUTS.idleMs = saved;
+      limits.idleMs = saved;
     }
+  }
+
+  it('FTP: a client quiet for longer than basic-ftp\'s socket timeout still uploads the whole file (it was cut)', async () => {
+    // A storage of its own, so every connection it dials has the short timeout.
+    await pauseOutlasts(FTP_TIMEOUTS, '/ftp-short/pausing', async () => ok(await createStorage(ts, admin, '/ftp-short', 'FTP', remote.additionOf('FTP'))));
   }, 60_000);
 
   it('WebDav: a client quiet for longer than the driver\'s idle timeout still uploads the whole file', async () => {
-    ok(await putFile(ts, admin, '/webdav/pausing/keep.txt', 'keep'));
-    // The driver's idle timeout, shortened here (same process) so a pause can outlast it quickly.
-    const saved = DAV_TIMEOUTS.idleMs;
-    DAV_TIMEOUTS.idleMs = 3000;
-    try {
-      const body = BIG.subarray(0, 6 << 20);
-      const put = slowPut('/webdav/pausing/a.bin', body);
-      await new Promise((r) => setTimeout(r, 7000));
-      expect(await put.finish()).toBe(201);
-      expect((await getAll('/webdav/pausing/a.bin')).body.equals(body)).toBe(true);
-    } finally {
-      DAV_TIMEOUTS.idleMs = saved;
-    }
+    await pauseOutlasts(DAV_TIMEOUTS, '/webdav/pausing');
   }, 60_000);
 });
 
