@@ -24,6 +24,14 @@ import type { UserRecord } from '../../src/store/types.js';
 const { utils } = ssh2;
 const METHODS: AuthContext['method'][] = ['publickey', 'keyboard-interactive', 'password'];
 
+/**
+ * Refused attempts one connection may make before it is closed (OpenSSH's MaxAuthTries, and the
+ * x/crypto default AList has). Without a bound one connection made attempts without end: each
+ * unknown key or throttled password wrote a log line (200 in a second from one client) and kept
+ * the connection's login timer from ever running out.
+ */
+export const MAX_AUTH_TRIES = 6;
+
 export interface AuthDeps {
   store: Store;
   accounts: Accounts;
@@ -45,15 +53,43 @@ export class SftpAuth {
    * counted; every different pair is a new guess and counts.
    */
   private readonly failed = new Map<string, LoginFailure>();
+  /** Attempts refused on this connection (MAX_AUTH_TRIES), and whether the free first `none` was used. */
+  private refusals = 0;
+  private noneTried = false;
 
-  /** `gone` tells whether the connection has already closed (see accept). */
-  constructor(private readonly d: AuthDeps, private readonly ip: string, private readonly gone: () => boolean = () => false) {}
+  /**
+   * `gone` tells whether the connection has already closed (see accept); `disconnect` ends it once
+   * it made MAX_AUTH_TRIES refused attempts.
+   */
+  constructor(
+    private readonly d: AuthDeps,
+    private readonly ip: string,
+    private readonly gone: () => boolean = () => false,
+    private readonly disconnect: () => void = () => undefined,
+  ) {}
 
   handle(ctx: AuthContext): void {
+    // Requests the client sent before the connection was closed for too many refusals: not checked.
+    if (this.refusals >= MAX_AUTH_TRIES) return ctx.reject(METHODS);
     this.dispatch(ctx).catch((err: unknown) => {
       this.d.log.error({ err, user: ctx.username }, 'sftp authentication failed with an error');
-      ctx.reject(METHODS);
+      this.reject(ctx);
     });
+  }
+
+  /**
+   * Refuse `ctx`, and close the connection once it has made MAX_AUTH_TRIES refused attempts. A
+   * first `none` is free, as in x/crypto: every client sends one to learn the methods.
+   */
+  private reject(ctx: AuthContext): void {
+    ctx.reject(METHODS);
+    if (ctx.method === 'none' && !this.noneTried) {
+      this.noneTried = true;
+      return;
+    }
+    if (++this.refusals !== MAX_AUTH_TRIES) return;
+    this.d.log.info({ user: ctx.username, ip: this.ip }, 'sftp: too many authentication failures, closing');
+    this.disconnect();
   }
 
   private async dispatch(ctx: AuthContext): Promise<void> {
@@ -67,7 +103,7 @@ export class SftpAuth {
       case 'none':
         return this.none(ctx);
       default:
-        ctx.reject(METHODS);
+        this.reject(ctx);
     }
   }
 
@@ -88,13 +124,13 @@ export class SftpAuth {
 
   private refuse(ctx: AuthContext, reason: string): void {
     this.d.log.info({ user: ctx.username, ip: this.ip, method: ctx.method, reason }, 'sftp login refused');
-    ctx.reject(METHODS);
+    this.reject(ctx);
   }
 
   /** Every client tries `none` first: only the guest's is accepted, and only others' go unlogged. */
   private async none(ctx: NoneAuthContext): Promise<void> {
     const guest = await this.d.accounts.guest();
-    if (!guest || ctx.username !== guest.username) return ctx.reject(METHODS);
+    if (!guest || ctx.username !== guest.username) return this.reject(ctx);
     const principal = principalOf(guest);
     if (principal.disabled) return this.refuse(ctx, 'disabled');
     if (!can.login(principal, 'sftp')) return this.refuse(ctx, 'protocol_denied');
