@@ -117,5 +117,8 @@ export async function startCopy(tasks: TaskManager, vfs: VfsApi, ctx: AccessCont
   const name = await copyName(vfs, ctx, src, dst);
   const src_storage = await pinStorage(vfs, ctx, src, undefined, 'source');
   const dst_storage = await pinStorage(vfs, ctx, parent(dst), undefined, 'destination');
+  // A folder no storage serves (the root, with nothing mounted at `/`): the put fails there. Refused
+  // now, as a missing folder is, not answered with a task failing after its retries.
+  if (!dst_storage) throw new VfsError('NOT_FOUND', undefined, { path: parent(dst) });
   return tasks.create('copy', creator, name, { src, dst, src_storage, dst_storage, ip: ctx.ip }, ctx.password);
 }

@@ -236,22 +236,22 @@ export class TaskManager {
   /**
    * Requeue a failed or canceled task with a fresh retry count, and its failed or canceled
    * children (a resumed folder task skips children it already made). Other states: nothing to do.
+   * The whole tree is requeued at once and its writes go together, as cancel's: awaited one by one,
+   * retrying a cancelled folder copy cost a store write (and fsync) per file before the reply.
    */
   async retry(id: string): Promise<void> {
     await this.cleanups;
-    const rec = this.tasks.get(id);
-    if (!rec) return;
-    for (const child of this.childrenOf(id)) await this.retry(child.id);
-    if (rec.state !== S.FAILED && rec.state !== S.CANCELED) return;
-    rec.state = S.WAITING_RETRY;
-    rec.error = '';
-    rec.status = initialStatus(rec.kind);
-    rec.retry_count = 0;
-    rec.start_time = null;
-    rec.end_time = null;
-    rec.progress = 0;
-    await this.save(rec);
-    this.enqueue(rec);
+    const writes: Promise<void>[] = [];
+    const requeue = (rec: TaskRecord | undefined): void => {
+      if (!rec) return;
+      for (const child of this.childrenOf(rec.id)) requeue(child);
+      if (rec.state !== S.FAILED && rec.state !== S.CANCELED) return;
+      Object.assign(rec, { state: S.WAITING_RETRY, error: '', status: initialStatus(rec.kind), retry_count: 0, start_time: null, end_time: null, progress: 0 });
+      writes.push(this.save(rec));
+      this.enqueue(rec);
+    };
+    requeue(this.tasks.get(id));
+    await Promise.all(writes);
   }
 
   /** Forget a task (cancelling it first when it is still running). */

@@ -3,6 +3,7 @@
  * through the VFS (storageOf) so tasks never look at mounts or drivers themselves.
  */
 import type { AccessContext } from '../auth/principal.js';
+import { isVfsError } from '../errors.js';
 import { join, relativeTo } from '../paths.js';
 import type { VfsApi } from '../vfs/types.js';
 import { FatalTaskError } from './failures.js';
@@ -50,7 +51,9 @@ export function storagePin(v: unknown): StoragePin | undefined {
  * whatever storage serves the path now (e.g. the root storage).
  */
 export async function pinStorage(vfs: VfsApi, ctx: AccessContext, userPath: string, pin: StoragePin | undefined, end: string): Promise<StoragePin | undefined> {
-  const s = await vfs.storageOf(ctx, userPath);
+  // With a pin, a path nothing serves now (NOT_FOUND: no storage at `/` either) is the pinned storage
+  // gone too: the task failed `object not found` after its retries, not naming the storage.
+  const s = await vfs.storageOf(ctx, userPath).catch((e: unknown) => (pin && isVfsError(e, 'NOT_FOUND') ? undefined : Promise.reject(e)));
   if (pin && (!s || s.id !== pin.id || s.mountPath !== pin.mount)) {
     throw new FatalTaskError(`${end} storage [${shownMount(ctx, pin.mount)}] was deleted or changed`);
   }

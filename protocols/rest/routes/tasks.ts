@@ -11,7 +11,7 @@ import { DONE_STATES, TASK_KINDS, TASK_STATE, type TaskInfo } from '../../../src
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError, ok } from '../envelope.js';
 import { formatTime } from '../entry.js';
-import { bodyOf, queryString } from '../input.js';
+import { queryString } from '../input.js';
 
 const NOT_FOUND = 'task not found';
 
@@ -36,7 +36,8 @@ const routes: RoutePlugin = async (app, { core }) => {
   };
 
   const ids = (req: FastifyRequest): string[] => {
-    const b = bodyOf(req);
+    // Not bodyOf: its `EOF` for an empty JSON body is a bind error like any other to AList here.
+    const b: unknown = req.body;
     if (!Array.isArray(b) || !b.every((x) => typeof x === 'string')) throw new ApiError(400, 'invalid request format');
     return b as string[];
   };
@@ -61,11 +62,15 @@ const routes: RoutePlugin = async (app, { core }) => {
     const some = (act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
       // No prototype: an id such as `__proto__` is a key like any other, not a setter.
       const failed: Record<string, string> = Object.create(null);
+      const found: string[] = [];
       for (const id of ids(req)) {
         const r = m.get(id);
         if (!r || !visible(req, kind)(r)) failed[id] = NOT_FOUND;
-        else await act(id);
+        else found.push(id);
       }
+      // Together, so the store coalesces their writes (as clear_done's): awaited one by one, each id
+      // cost a store write and fsync before the next, which made selecting thousands of tasks slow.
+      await Promise.all(found.map(act));
       return ok(failed);
     };
     g.post(`${prefix}/cancel_some`, some((id) => m.cancel(id)));
@@ -73,7 +78,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     g.post(`${prefix}/retry_some`, some((id) => m.retry(id)));
 
     const each = (pick: (r: TaskRecord) => boolean, act: (id: string) => Promise<void>) => async (req: FastifyRequest) => {
-      for (const r of mine(req, kind).filter(pick)) await act(r.id);
+      await Promise.all(mine(req, kind).filter(pick).map((r) => act(r.id))); // together, as *_some
       return ok();
     };
     // Removed together: the store writes once for the lot, not once (with an fsync) per task.
