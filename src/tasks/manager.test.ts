@@ -145,3 +145,46 @@ it('keeps finished children while their parent still runs (a resumed folder copy
   await until(() => children().length < 30);
   expect(children().length).toBeLessThan(30);
 });
+
+it('a retry while a cancelled run is still cleaning up waits for it: one run at a time, and the new run can be cancelled', async () => {
+  const creator = await newCreator();
+  manager = newManager({ workers: { copy: 4 } });
+  const cleanup = gate();
+  let runs = 0;
+  let running = 0;
+  let most = 0;
+  manager.register('copy', {
+    resumable: false,
+    run: async (t) => {
+      runs++;
+      most = Math.max(most, ++running);
+      try {
+        await new Promise<void>((_, reject) => t.signal.addEventListener('abort', () => reject(t.signal.reason), { once: true }));
+      } finally {
+        running--;
+      }
+    },
+    // A slow cleanup (a download tool removing its job): the cancelled run has not ended yet.
+    finished: async (rec) => {
+      if (rec.state === 4 && runs === 1) await cleanup.held;
+    },
+  });
+  await manager.start();
+  manager.resume();
+  const m = manager;
+  const { id } = await m.create('copy', creator, 'slow', {});
+  await until(() => m.get(id)?.state === 1);
+  await m.cancel(id);
+  const retried = m.retry(id);
+  await new Promise((r) => setTimeout(r, 50));
+  expect(runs).toBe(1); // not started again while the first run cleans up
+  cleanup.release();
+  await retried;
+  await until(() => runs === 2 && m.get(id)?.state === 1);
+  expect(m.get(id)?.state).toBe(1);
+  await m.cancel(id);
+  await until(() => m.get(id)?.state === 4);
+  expect(m.get(id)?.state).toBe(4);
+  expect(running).toBe(0);
+  expect(most).toBe(1);
+});

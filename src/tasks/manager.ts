@@ -236,21 +236,23 @@ export class TaskManager {
   /**
    * Requeue a failed or canceled task with a fresh retry count, and its failed or canceled
    * children (a resumed folder task skips children it already made). Other states: nothing to do.
-   * The whole tree is requeued at once and its writes go together, as cancel's: awaited one by one,
-   * retrying a cancelled folder copy cost a store write (and fsync) per file before the reply.
+   * The tree's writes go together, as cancel's (one by one, each cost a write and fsync).
    */
   async retry(id: string): Promise<void> {
     await this.cleanups;
+    const tree = (r: TaskRecord | undefined): TaskRecord[] => (r ? [...this.childrenOf(r.id).flatMap(tree), r] : []);
+    const all = tree(this.tasks.get(id));
+    const again = (r: TaskRecord) => r.state === S.FAILED || r.state === S.CANCELED;
+    // A run still finishing (a cancelled download's cleanup) ends first: two runs of one task at
+    // once overwrote each other's state, and the new one could no longer be cancelled.
+    await Promise.all(all.filter(again).map((r) => this.live.get(r.id)?.done));
     const writes: Promise<void>[] = [];
-    const requeue = (rec: TaskRecord | undefined): void => {
-      if (!rec) return;
-      for (const child of this.childrenOf(rec.id)) requeue(child);
-      if (rec.state !== S.FAILED && rec.state !== S.CANCELED) return;
+    for (const rec of all) {
+      if (!again(rec)) continue;
       Object.assign(rec, { state: S.WAITING_RETRY, error: '', status: initialStatus(rec.kind), retry_count: 0, start_time: null, end_time: null, progress: 0 });
       writes.push(this.save(rec));
       this.enqueue(rec);
-    };
-    requeue(this.tasks.get(id));
+    }
     await Promise.all(writes);
   }
 
