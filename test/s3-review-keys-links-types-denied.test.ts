@@ -158,3 +158,32 @@ describe('S3: refusals', () => {
     }
   });
 });
+
+describe('S3: removing a large folder', () => {
+  it('deletes each page of keys as it is listed, never holding the whole folder (was: list all, then delete)', async () => {
+    // A proxy that notes each listing and each DeleteObjects, in order, and passes them on.
+    const seen: string[] = [];
+    const proxy = createServer((req, res) => {
+      if (req.method === 'POST' && /[?&]delete(=|&|$)/.test(req.url!)) seen.push('delete');
+      // Listings of the folder's keys (not the existence checks, which ask for one key).
+      else if (req.method === 'GET' && /[?&]prefix=big%2F/.test(req.url!) && !/[?&]max-keys=1(&|$)/.test(req.url!)) seen.push('list');
+      const up = request({ host: '127.0.0.1', port: remote.s3.port, method: req.method, path: req.url, headers: req.headers }, (r) => { res.writeHead(r.statusCode!, r.headers); r.pipe(res); });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const keys = Array.from({ length: 1001 }, (_, i) => `big/${String(i).padStart(4, '0')}.txt`);
+      for (let i = 0; i < keys.length; i += 50) await seedKeys(keys.slice(i, i + 50));
+      ok(await createStorage(ts, admin, '/paged', 'S3', remote.additionOf('S3', (proxy.address() as { port: number }).port)));
+      seen.length = 0;
+      ok(await ts.api('/api/fs/remove', { token: admin, body: { dir: '/paged', names: ['big'] } }));
+      // Two pages of at most 1,000 keys: each deleted before the next is listed.
+      expect(seen).toEqual(['list', 'delete', 'list', 'delete']);
+      expect(await bucketKeys('big/')).toEqual([]);
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
+  }, 60_000);
+});

@@ -326,12 +326,23 @@ export class S3Driver implements Driver {
         return;
       }
       const prefix = this.keys.dirPrefix(obj.path);
-      const keys = await allKeys(this.params(prefix, args.signal));
-      if (!keys.length) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
-      // onlyEmpty: the folder's own placeholder objects are all it may hold.
+      const params = this.params(prefix, args.signal);
+      // onlyEmpty: the folder's own placeholder objects are all it may hold (looked at before any goes).
       const own = new Set([prefix, prefix + this.placeholderName, prefix + ALIST_PLACEHOLDER]);
-      if (args.onlyEmpty && keys.some((k) => !own.has(k))) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
-      await this.deleteKeys(keys, args.signal);
+      if (args.onlyEmpty) {
+        for await (const page of pages(params)) {
+          if (page.contents.some((o) => !own.has(o.Key!))) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });
+        }
+      }
+      // Page by page, each deleted as it comes: the keys of a folder of millions of objects were
+      // all held in memory first (about 100 bytes each).
+      let found = false;
+      for await (const page of pages(params)) {
+        const keys = page.contents.map((o) => o.Key).filter((k): k is string => !!k);
+        found ||= keys.length > 0;
+        await this.deleteKeys(keys, args.signal);
+      }
+      if (!found) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
     });
   }
 }
