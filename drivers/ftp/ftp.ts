@@ -277,9 +277,10 @@ export class FtpDriver implements Driver {
         // X-OC-MTime: accepted is sent only when the mtime was kept). What the server kept is read
         // back: vsftpd takes a time before 1901-12-13 and stores that date (its 32-bit time_t
         // floor), and the time asked for was reported as kept.
-        if (args.modified && (await this.setTime(c, remote, args.modified).then(() => true, () => false))) {
-          kept = await c.lastMod(remote).catch(() => undefined);
-        }
+        if (args.modified) await this.setTime(c, remote, args.modified).catch(() => undefined);
+        // Read back in every case: our clock's time of the upload gave WebDAV's PUT an ETag the
+        // file never had (MDTM's), and the client's next If-Match with it failed 412.
+        kept = await c.lastMod(remote).catch(() => undefined);
       }, { signal: args.signal, path, own: true });
     } catch (e) {
       if (!(e instanceof VfsError && e.code === 'IS_A_DIR')) await this.discard(tmp);

@@ -246,7 +246,10 @@ export class S3Driver implements Driver {
     } finally {
       args.signal?.removeEventListener('abort', onAbort);
     }
-    return { name: args.name, path, size: count.bytes, isDir: false, modified: new Date() };
+    // What S3 stored (its LastModified): our clock's time of the upload gave WebDAV's PUT an ETag
+    // the file never had, and the client's next If-Match with it failed 412.
+    const stored = await this.head(path, args.signal).catch(() => undefined);
+    return stored ?? { name: args.name, path, size: count.bytes, isDir: false, modified: new Date() };
   }
 
   private async copyKey(from: string, to: string, signal?: AbortSignal): Promise<void> {

@@ -192,7 +192,9 @@ export class WebDavDriver implements Driver {
       if (args.signal?.aborted) throw abortError(args.signal);
       throw count.errored instanceof VfsError ? count.errored : e;
     }
-    return { name: args.name, path, size: count.bytes, isDir: false, modified: new Date() };
+    // What the server stored (its getlastmodified), not our clock's time: see S3Driver.put.
+    const stored = await this.tryGet(path, args.signal).catch(() => undefined);
+    return stored ?? { name: args.name, path, size: count.bytes, isDir: false, modified: new Date() };
   }
 
   /**
