@@ -5,6 +5,9 @@
  * never had: the client's next If-Match with it failed 412. A MOVE of an S3 folder without marker
  * objects to another storage was done, then answered 404 (the folder went with its last member).
  */
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { createServer, request } from 'node:http';
+import { join } from 'node:path';
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, type TestServer } from './harness.js';
@@ -71,5 +74,35 @@ describe('MOVE of an S3 folder to another storage', () => {
     expect((await dav('PROPFIND', `/s3/${name}`, { headers: { depth: '0' } })).status).toBe(404);
     const b = await dav('GET', `${to}/${name}/sub/b.txt`);
     expect([b.status, b.body]).toEqual([200, `${name}/sub/b.txt`]);
+  });
+});
+
+describe('a Finder save (decomposed name) while the remote stumbles on the stored name\'s lookup', () => {
+  it('fails with the remote\'s error instead of writing a second, identical-looking file', async () => {
+    // A proxy in front of the WebDav remote that answers 502 to PROPFINDs of the composed name
+    // while `failing` (a remote hiccup), and passes everything else on.
+    const nfc = 'caf\u00e9.txt';
+    let failing = false;
+    const proxy = createServer((req, res) => {
+      if (failing && req.method === 'PROPFIND' && decodeURIComponent(req.url!).endsWith(nfc)) return void res.writeHead(502).end();
+      const up = request({ host: '127.0.0.1', port: remote.dav.port, method: req.method, path: req.url, headers: req.headers }, (r) => { res.writeHead(r.statusCode!, r.headers); r.pipe(res); });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      await mkdir(join(remote.dav.dataDir, 'finder'));
+      ok(await createStorage(ts, admin, '/hiccup', 'WebDav', { ...remote.additionOf('WebDav', (proxy.address() as { port: number }).port), root_folder_path: '/finder' }));
+      expect((await dav('PUT', `/hiccup/${encodeURIComponent(nfc)}`, { body: 'first' })).status).toBe(201);
+      failing = true;
+      const r = await dav('PUT', `/hiccup/${encodeURIComponent(nfc.normalize('NFD'))}`, { body: 'second' });
+      failing = false;
+      expect(r.status).toBeGreaterThanOrEqual(500);
+      expect(await readdir(join(remote.dav.dataDir, 'finder'))).toEqual([nfc]);
+      expect(await readFile(join(remote.dav.dataDir, 'finder', nfc), 'utf8')).toBe('first');
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
   });
 });

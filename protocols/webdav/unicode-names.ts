@@ -15,12 +15,17 @@ import type { VfsApi } from '../../src/vfs/types.js';
 /** True when some other normalization form of `s` differs from it (ASCII never does). */
 const hasOtherForm = (s: string) => s.normalize('NFC') !== s || s.normalize('NFD') !== s;
 
+/**
+ * Whether `path` is there. Only "not found" says it is not: any other error (a remote that
+ * stumbled) is the request's answer, or a save under the decomposed name wrote a second file next
+ * to the stored one.
+ */
 async function exists(vfs: Pick<VfsApi, 'stat'>, ctx: AccessContext, path: string): Promise<boolean> {
   try {
     await vfs.stat(ctx, path);
     return true;
   } catch (e) {
-    if (isVfsError(e)) return false;
+    if (isVfsError(e, 'NOT_FOUND') || isVfsError(e, 'NOT_A_DIR')) return false;
     throw e;
   }
 }
