@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, putFile, startRestServer } from './fs-helpers.js';
-import { addLocalStorage, holdPutsOf, makeFiles, settle, tasksOf, until } from './tasks-helpers.js';
+import { addLocalStorage, countingStoreCalls, holdPutsOf, makeFiles, settle, tasksOf, until } from './tasks-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let ts: TestServer;
@@ -158,25 +158,7 @@ describe('clear_done', () => {
     await makeFiles(join(ts.dataDir, 'storage', 'clr'), 100);
     ok(await copy('/', '/b', ['clr']));
     expect(await settle(ts, admin, 'copy')).toHaveLength(101);
-    const repo = ts.running.core.store.tasks;
-    const original = repo.delete.bind(repo);
-    let inFlight = 0;
-    let most = 0;
-    let calls = 0;
-    repo.delete = async (id: string) => {
-      calls++;
-      most = Math.max(most, ++inFlight);
-      try {
-        return await original(id);
-      } finally {
-        inFlight--;
-      }
-    };
-    try {
-      await clear();
-    } finally {
-      repo.delete = original;
-    }
+    const { calls, most } = await countingStoreCalls(ts, 'delete', clear);
     expect(await done()).toEqual([]);
     expect(calls).toBe(101);
     expect(most).toBe(101);

@@ -78,6 +78,33 @@ export function holdPutsOf(ts: TestServer, path: string): { held(): boolean; rel
   return { held: () => held, release, restore: () => void ((vfs.put = put), release()) };
 }
 
+/**
+ * Run `fn`, counting the calls of the task store's `method` and the most in flight at once: writes
+ * issued together (which the store coalesces) or awaited one by one.
+ */
+export async function countingStoreCalls(ts: TestServer, method: 'put' | 'delete', fn: () => Promise<unknown>): Promise<{ calls: number; most: number }> {
+  const repo = ts.running.core.store.tasks as unknown as Record<typeof method, (arg: never) => Promise<unknown>>;
+  const original = repo[method].bind(repo);
+  let inFlight = 0;
+  let most = 0;
+  let calls = 0;
+  repo[method] = async (arg: never) => {
+    calls++;
+    most = Math.max(most, ++inFlight);
+    try {
+      return await original(arg);
+    } finally {
+      inFlight--;
+    }
+  };
+  try {
+    await fn();
+  } finally {
+    repo[method] = original;
+  }
+  return { calls, most };
+}
+
 const ROOT = resolve(import.meta.dirname, '..');
 /** Runs a TypeScript file of this repo in its own Node process (no build needed). */
 export const VITE_NODE = join(ROOT, 'node_modules/vite-node/vite-node.mjs');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, startRestServer } from './fs-helpers.js';
-import { addLocalStorage, makeFiles, settle, tasksOf, until } from './tasks-helpers.js';
+import { addLocalStorage, countingStoreCalls, makeFiles, settle, tasksOf, until } from './tasks-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let ts: TestServer;
@@ -33,30 +33,6 @@ const copy = (src_dir: string, dst_dir: string, names: string[]) =>
   ts.api<{ tasks: TaskInfo[] } | null>('/api/fs/copy', { token: admin, body: { src_dir, dst_dir, names } });
 const setting = async (key: string, value: string) => ok(await ts.api('/api/admin/setting/save', { token: admin, body: [{ key, value }] }));
 
-/** Count the task record writes issued while `fn` runs, and the most in flight at once. */
-async function countingPuts(fn: () => Promise<void>): Promise<{ calls: number; most: number }> {
-  const repo = ts.running.core.store.tasks;
-  const original = repo.put.bind(repo);
-  let inFlight = 0;
-  let most = 0;
-  let calls = 0;
-  repo.put = async (rec) => {
-    calls++;
-    most = Math.max(most, ++inFlight);
-    try {
-      return await original(rec);
-    } finally {
-      inFlight--;
-    }
-  };
-  try {
-    await fn();
-  } finally {
-    repo.put = original;
-  }
-  return { calls, most };
-}
-
 describe('batch routes', () => {
   it('an empty JSON body is 400 `invalid request format`, as any other body that is not an array of ids (was `EOF`)', async () => {
     for (const route of ['cancel_some', 'delete_some', 'retry_some']) {
@@ -78,7 +54,7 @@ describe('retry', () => {
     const canceled = (await settle(ts, admin, 'copy')).filter((t) => t.state === 4);
     expect(canceled.length).toBeGreaterThan(200);
 
-    const { most } = await countingPuts(async () => ok(await ts.api(`/api/task/copy/retry?tid=${root}`, { token: admin, body: {} })));
+    const { most } = await countingStoreCalls(ts, 'put', async () => ok(await ts.api(`/api/task/copy/retry?tid=${root}`, { token: admin, body: {} })));
     // Every cancelled file goes back to waiting_retry in one go: their writes are in flight together.
     expect(most).toBeGreaterThanOrEqual(canceled.length);
     const after = await settle(ts, admin, 'copy');
@@ -91,24 +67,10 @@ describe('delete_some', () => {
   it('deletes the tasks it is given together (was one awaited store delete per id)', async () => {
     const ids = (await settle(ts, admin, 'copy')).map((t) => t.id);
     expect(ids.length).toBeGreaterThan(200);
-    const repo = ts.running.core.store.tasks;
-    const original = repo.delete.bind(repo);
-    let inFlight = 0;
-    let most = 0;
-    repo.delete = async (id: string) => {
-      most = Math.max(most, ++inFlight);
-      try {
-        return await original(id);
-      } finally {
-        inFlight--;
-      }
-    };
-    try {
+    const { most } = await countingStoreCalls(ts, 'delete', async () => {
       const r = await ts.api('/api/task/copy/delete_some', { token: admin, body: [...ids, 'nope'] });
       expect(r).toEqual({ code: 200, message: 'success', data: { nope: 'task not found' } });
-    } finally {
-      repo.delete = original;
-    }
+    });
     expect(await tasksOf(ts, admin, 'copy', 'done')).toEqual([]);
     expect(most).toBe(ids.length);
   });
@@ -156,7 +118,7 @@ describe('a copy losing its destination storage, with no storage at `/`', () => 
 
   it('retry_failed requeues the failed tasks together (was one awaited write per task)', async () => {
     expect(failed.length).toBeGreaterThan(200);
-    const { most } = await countingPuts(async () => ok(await ts.api('/api/task/copy/retry_failed', { token: admin, body: {} })));
+    const { most } = await countingStoreCalls(ts, 'put', async () => ok(await ts.api('/api/task/copy/retry_failed', { token: admin, body: {} })));
     expect(most).toBeGreaterThanOrEqual(failed.length);
     // Retried, they fail again: their storage is still gone.
     expect((await settle(ts, admin, 'copy')).filter((t) => t.state === 7)).toHaveLength(failed.length);
