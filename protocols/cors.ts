@@ -48,7 +48,8 @@ export function handleCors(cfg: CorsConfig, req: IncomingMessage, res: ServerRes
     res.writeHead(403, { 'Content-Length': 0 }).end();
     return true;
   }
-  const headers: Record<string, string | number> = { 'Access-Control-Allow-Origin': allow, 'Access-Control-Max-Age': MAX_AGE_S, 'Content-Length': 0 };
+  // No Content-Length: RFC 9110 §8.6 forbids it on a 204 (Node frames a 204 as bodiless anyway).
+  const headers: Record<string, string | number> = { 'Access-Control-Allow-Origin': allow, 'Access-Control-Max-Age': MAX_AGE_S };
   const methods = allowList(cfg.allow_methods, req.headers['access-control-request-method']);
   const allowHeaders = allowList(cfg.allow_headers, req.headers['access-control-request-headers']);
   if (methods) headers['Access-Control-Allow-Methods'] = methods;

@@ -104,7 +104,13 @@ export async function buildRestApp(core: Core, opts: RestAppOptions = {}): Promi
   // unknown /api routes answer an envelope, other unmatched GETs the front end's index.html.
   await registerFrontend(app, core);
 
-  app.all('/ping', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('pong'));
+  // ANY /ping is `pong` whatever the body (alist-compat §5): in its own context no body is parsed,
+  // or a health check's non-JSON body answered the 400 envelope. Node drops the unread body.
+  await app.register(async (ping) => {
+    ping.removeAllContentTypeParsers();
+    ping.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
+    ping.all('/ping', async (_req, reply) => reply.type('text/plain; charset=utf-8').send('pong'));
+  });
 
   registerAuth(app, core);
   for (const routes of [

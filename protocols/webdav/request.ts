@@ -139,9 +139,12 @@ export function sendStatus(res: ServerResponse, status: number, headers: Record<
     return;
   }
   const text = body ?? '';
+  // 204 and 304 have no body, and RFC 9110 §8.6 forbids their Content-Length (on a 304 it would
+  // be the file's length, not 0: a cache updating its copy's headers read the file as empty).
+  const bodiless = status === 204 || status === 304;
   res.writeHead(status, {
     ...(text ? { 'Content-Type': body?.startsWith('<?xml') ? 'application/xml; charset=utf-8' : 'text/plain; charset=utf-8' } : {}),
-    'Content-Length': Buffer.byteLength(text),
+    ...(bodiless ? {} : { 'Content-Length': Buffer.byteLength(text) }),
     ...headers,
   });
   res.end(text);
