@@ -63,9 +63,12 @@ export function planRange(h: IncomingHttpHeaders, size: number, etag: string, mo
     const fresh = v.startsWith('"') || v.startsWith('W/') ? v === etag : knownModTime(modified) && parseHttpDate(v) === seconds(modified) * 1000;
     if (!fresh) return { kind: 'full' };
   }
-  const m = /^bytes=\s*(\d*)\s*-\s*(\d*)\s*$/.exec(range.trim());
+  // Linear in the header's length: `\s*(\d*)\s*-` tried every split of a run of spaces, so a 15 KB
+  // header of spaces held the event loop about 0.3 s per request (any client that can read a file).
+  const m = /^bytes=\s*(?:(\d+)\s*)?-\s*(\d*)$/.exec(range.trim());
   if (!m) return { kind: 'full' };
-  const [, a, b] = m as unknown as [string, string, string];
+  const a = m[1] ?? '';
+  const b = m[2]!;
   if (a === '' && b === '') return { kind: 'full' };
   if (a === '') {
     const n = Number(b);
