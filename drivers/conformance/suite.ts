@@ -380,6 +380,23 @@ export function runConformance(def: DriverDefinition, makeOptions: () => Promise
       expect(await names(driver, dir.path)).toEqual([]);
     });
 
+    it('mkdir, put, copy and move into a missing folder are NOT_FOUND (or make it); under a file NOT_A_DIR', async () => {
+      if (await lacks('canMkdir', 'canPut')) return;
+      const dir = await fresh();
+      const file = await put(dir, 'f', Buffer.from('x'));
+      const gone: Obj = { ...dir, name: 'gone', path: `${dir.path}/gone` };
+      // Backends with implied folders (S3 prefixes, a WebDAV server's create_full_put_path) may make the folder instead.
+      expect(['NOT_FOUND', '']).toContain(await codeOf(driver.mkdir!(gone, 'sub', NO_ARGS)));
+      expect(['NOT_FOUND', '']).toContain(await codeOf(driver.put!(gone, chunked(Buffer.from('y')), { name: 'g', size: 1 })));
+      expect(await codeOf(driver.put!(file, chunked(Buffer.from('y')), { name: 'g', size: 1 }))).toBe('NOT_A_DIR');
+      if (caps.canGet) expect(['NOT_FOUND', 'NOT_A_DIR']).toContain(await codeOf(driver.get!(`${file.path}/below`, NO_ARGS)));
+      const copied = caps.canCopy ? await codeOf(driver.copy!(file, gone, NO_ARGS)) : 'NOT_FOUND';
+      expect(['NOT_FOUND', '']).toContain(copied);
+      if (caps.canMove && copied) expect(['NOT_FOUND', '']).toContain(await codeOf(driver.move!(file, gone, NO_ARGS)));
+      expect((await names(driver, dir.path)).filter((x) => x !== 'gone')).toEqual(['f']);
+      expect((await readAll(driver, file.path).catch(() => readAll(driver, `${gone.path}/f`))).toString()).toBe('x');
+    });
+
     it('usage reports numbers when supported (else the VFS reports none)', async () => {
       if (await lacks('canUsage')) return;
       const u = await driver.usage!(NO_ARGS);

@@ -58,8 +58,11 @@ async function refusable<T>(op: () => Promise<T>, there: () => Promise<boolean>,
   } catch (e) {
     // 553 too: vsftpd refuses a STOR in a folder it may not write to with "553 Could not create
     // file.", which became INVALID (400, "Bad Request" to WebDAV clients) for a valid name.
-    if (e instanceof FTPError && (e.code === 550 || e.code === 553) && (await there().catch(() => false))) {
-      throw new VfsError('FORBIDDEN', `ftp: the server refused it: ${e.message}`, { path, cause: e });
+    if (e instanceof FTPError && (e.code === 550 || e.code === 553)) {
+      const found = await there().catch(() => undefined);
+      if (found) throw new VfsError('FORBIDDEN', `ftp: the server refused it: ${e.message}`, { path, cause: e });
+      // vsftpd answers a STOR into a folder that is not there with 553 too: that was INVALID, not NOT_FOUND.
+      if (found === false && e.code === 553) throw new VfsError('NOT_FOUND', undefined, { path, cause: e });
     }
     throw e;
   }
@@ -313,7 +316,12 @@ export class FtpDriver implements Driver {
     await this.session.run(async (c) => {
       if ((await isDir(c, to)) || (await fileSize(c, to)) !== undefined) throw new VfsError('EXISTS', `file [${basename(dst)}] exists`, { path: dst });
       const from = this.remote(obj.path);
-      await refusable(() => c.rename(from, to), async () => (await isDir(c, from)) || (await fileSize(c, from)) !== undefined, obj.path);
+      await refusable(() => c.rename(from, to), async () => (await isDir(c, from)) || (await fileSize(c, from)) !== undefined, obj.path).catch(async (e: unknown) => {
+        // vsftpd refuses an RNTO into a folder that is not there like a permission: that was FORBIDDEN.
+        const dstDir = '/' + segments(dst).slice(0, -1).join('/');
+        if (e instanceof VfsError && e.code === 'FORBIDDEN' && !(await isDir(c, this.remote(dstDir)).catch(() => true))) throw new VfsError('NOT_FOUND', undefined, { path: dstDir, cause: e });
+        throw e;
+      });
     }, { signal, path: obj.path });
     return { ...obj, name: basename(dst), path: dst };
   }

@@ -54,6 +54,8 @@ export class WebDavDriver implements Driver {
   private async propfind(path: string, depth: 0 | 1, isDir: boolean, signal?: AbortSignal): Promise<DavEntry[]> {
     const url = this.url(path, isDir);
     const res = await this.http.request('PROPFIND', url, { headers: { depth: String(depth), ...XML }, body: PROPFIND_BODY, signal, follow: true });
+    // 409: a parent of the path is a file (treegate's /dav, Apache), so nothing is there; was UPSTREAM, a 502.
+    if (res.status === 409) throw new VfsError('NOT_FOUND', undefined, { path, cause: statusError(res, 'PROPFIND', path) });
     if (res.status !== 207) throw statusError(res, 'PROPFIND', path);
     return parseMultistatus(await text(res), url);
   }
@@ -167,7 +169,9 @@ export class WebDavDriver implements Driver {
     // A taken target explains the failure only when it was not to be replaced: an upload's MOVE onto
     // the file it replaces (refused for a lock, a permission) answered "file exists" (REST 403, WebDAV 405).
     if (!overwrite && (await this.tryGet(to, signal))) throw new VfsError('EXISTS', undefined, { path: to });
-    if (res.status === 409) throw new VfsError('NOT_FOUND', undefined, { path: to });
+    // 409 is RFC 4918's answer for a missing target folder; rclone (x/net/webdav) answers 403, which was FORBIDDEN.
+    const toDir = '/' + segments(to).slice(0, -1).join('/');
+    if (res.status === 409 || !(await this.tryGet(toDir, signal).then(Boolean, () => true))) throw new VfsError('NOT_FOUND', undefined, { path: toDir });
     throw err;
   }
 
@@ -182,6 +186,12 @@ export class WebDavDriver implements Driver {
     if (args.size !== undefined) headers['content-length'] = String(args.size);
     try {
       const res = await this.http.request('PUT', this.url(tmp, false), { headers, body: count, signal: args.signal });
+      if (res.status === 409) {
+        // RFC 4918's answer for a PUT into a missing folder (Apache, treegate's /dav): was UPSTREAM, a 502.
+        const err = statusError(res, 'PUT', path);
+        const d = await this.tryGet(dstDir.path, args.signal).catch(() => dstDir);
+        throw d ? (d.isDir ? err : new VfsError('NOT_A_DIR', undefined, { path: dstDir.path })) : new VfsError('NOT_FOUND', undefined, { path: dstDir.path });
+      }
       if (res.status < 200 || res.status >= 300) throw statusError(res, 'PUT', path);
       res.body.resume();
       if (count.errored) throw count.errored;
