@@ -5,11 +5,11 @@
  * read out of the raw URL).
  */
 import { writeFile } from 'node:fs/promises';
-import { connect } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { originForm } from '../src/server.js';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
+import { rawExchange } from './clients/raw-http.js';
 
 let s: TestServer;
 let token: string;
@@ -25,16 +25,7 @@ afterAll(async () => {
 });
 
 /** One request over a raw socket (Connection: close); the whole answer. */
-function raw(lines: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
-    let got = '';
-    sock.on('data', (b: Buffer) => (got += b.toString('latin1')));
-    sock.on('error', reject);
-    sock.on('close', () => resolve(got));
-    sock.write([...lines, 'Connection: close', '', ''].join('\r\n'));
-  });
-}
+const raw = (lines: string[]) => rawExchange(s.url, [...lines, 'Connection: close', '', ''].join('\r\n'));
 
 describe('absolute-form request targets', () => {
   it('WebDAV PROPFIND is served by WebDAV', async () => {

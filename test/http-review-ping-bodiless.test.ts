@@ -2,9 +2,9 @@
  * A code review of the HTTP layer (src/server.ts, protocols/rest/app.ts), each defect proven here
  * against a real server over loopback.
  */
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
+import { rawExchange } from './clients/raw-http.js';
 
 let s: TestServer;
 
@@ -15,17 +15,7 @@ afterAll(async () => {
   await s?.close();
 });
 
-/** Write `data` on one raw connection and collect everything until the server closes it. */
-function raw(data: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
-    let got = '';
-    sock.on('data', (b: Buffer) => (got += b.toString('latin1')));
-    sock.on('error', reject);
-    sock.on('close', () => resolve(got));
-    sock.write(data);
-  });
-}
+const raw = (data: string) => rawExchange(s.url, data);
 
 describe('ANY /ping answers `pong` whatever body it carries (alist-compat §5)', () => {
   const bodies: Array<[string, string]> = [
