@@ -11,7 +11,7 @@ import type { Core } from '../../../src/core.js';
 import { isVfsError } from '../../../src/errors.js';
 import { join, normalize, parent, validateName } from '../../../src/paths.js';
 import { requireBit } from '../../../src/vfs/guard.js';
-import type { Entry } from '../../../src/vfs/types.js';
+import type { Entry, Listing } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
 import { ApiError, ok } from '../envelope.js';
@@ -59,14 +59,32 @@ function names(f: Fields): string[] {
   return list.map(validateName);
 }
 
+/**
+ * Renames in one folder run one by one: refuse the batch before the first when a later pair's new
+ * name would be taken by then (an entry not renamed away before it, an earlier pair's new name).
+ * Found only at its turn, the earlier renames were done and the batch failed halfway.
+ */
+function refuseTaken(entries: Entry[], pairs: Array<[string, string]>): void {
+  const taken = new Set(entries.map((e) => e.name));
+  for (const [from, to] of pairs) {
+    if (taken.has(to)) throw existsError(to);
+    taken.delete(from);
+    taken.add(to);
+  }
+}
+
 /** Every file below `dir` at any depth (hidden entries and mount points excluded by the VFS / here). */
-async function filesBelow(core: Core, ctx: AccessContext, dir: string, skipDir: string, out: Entry[] = [], depth = 0): Promise<Entry[]> {
+async function filesBelow(core: Core, ctx: AccessContext, dir: string, skipDir: string, out: Entry[] = [], depth = 0, mount?: string): Promise<Entry[]> {
   if (depth > 64) throw new ApiError(500, 'directory tree too deep');
-  for (const e of (await core.vfs.list(ctx, dir)).entries) {
+  const { entries, storage } = await core.vfs.list(ctx, dir);
+  // A storage mounted on a real folder is listed as that folder, not as a virtual one: its files
+  // cannot move here either (they failed the request after the files before them had moved).
+  if (depth > 0 && storage?.mountPath !== mount) return out;
+  for (const e of entries) {
     if (e.virtual) continue;
     const p = join(dir, e.name);
     if (e.isDir) {
-      if (p !== skipDir) await filesBelow(core, ctx, p, skipDir, out, depth + 1);
+      if (p !== skipDir) await filesBelow(core, ctx, p, skipDir, out, depth + 1, depth ? mount : storage?.mountPath);
     } else out.push({ ...e, vpath: p }); // vpath here: the user path, what the VFS calls take
   }
   return out;
@@ -80,13 +98,25 @@ async function filesBelow(core: Core, ctx: AccessContext, dir: string, skipDir: 
  */
 async function pruneEmpty(core: Core, ctx: AccessContext, dir: string, depth = 0): Promise<boolean> {
   if (depth > 64) return false;
-  const { entries } = await core.vfs.list(ctx, dir);
+  let listing: Listing;
+  try {
+    listing = await core.vfs.list(ctx, dir);
+  } catch (e) {
+    // A subfolder behind a path password (this request carries none) is left alone, as a hidden
+    // one is: failing here stopped the walk halfway, some empty folders removed and the rest kept.
+    if (depth > 0 && isVfsError(e, 'PASSWORD_REQUIRED')) return false;
+    throw e;
+  }
+  const { entries, storage } = listing;
   let left = entries.length;
   for (const e of entries) {
     if (!e.isDir || e.virtual) continue;
     if (await pruneEmpty(core, ctx, join(dir, e.name), depth + 1)) left--;
   }
   if (depth === 0 || left > 0) return false;
+  // A storage mounted on a real folder of this one is listed as that folder: its root is kept (the
+  // VFS refuses to remove it, which failed the whole request halfway).
+  if (storage && storage.mountPath === join(ctx.principal.basePath, dir)) return false;
   try {
     await core.vfs.remove(ctx, dir, { onlyEmpty: true });
   } catch (e) {
@@ -141,6 +171,7 @@ const routes: RoutePlugin = async (app, { core }) => {
       validateName(to);
       if (from !== to) pairs.push([from, to]);
     }
+    if (pairs.length) refuseTaken((await core.vfs.list(ctx, dir)).entries, pairs);
     for (const [from, to] of pairs) await moveTo(core, ctx, join(dir, from), join(dir, to), to, false);
     return ok();
   });
@@ -162,11 +193,13 @@ const routes: RoutePlugin = async (app, { core }) => {
     const template = str(f, 'new_name_regex');
     // Every new name is checked before the first rename (one that is no name renamed the others first).
     const pairs: Array<[string, string]> = [];
-    for (const e of (await core.vfs.list(ctx, dir)).entries) {
+    const { entries } = await core.vfs.list(ctx, dir);
+    for (const e of entries) {
       if (e.virtual || !re.test(e.name)) continue;
       const to = re.replaceAll(e.name, template);
       if (to !== e.name) pairs.push([e.name, validateName(to)]);
     }
+    refuseTaken(entries, pairs);
     for (const [from, to] of pairs) await moveTo(core, ctx, join(dir, from), join(dir, to), to, false);
     return ok();
   });
@@ -192,8 +225,11 @@ const routes: RoutePlugin = async (app, { core }) => {
           if (isVfsError(e, 'EXISTS')) throw existsError(n);
           // Across storages, or where the driver cannot copy (FTP), the copy runs as a task
           // (alist-compat §10, decision 1): it streams, as AList's fallback on NotImplement does.
-          if (isVfsError(e, 'CROSS_MOUNT') || isVfsError(e, 'NOT_SUPPORTED')) tasks.push(taskJson(await core.tasks.copy(ctx, src, dst)));
-          else throw e;
+          if (!isVfsError(e, 'CROSS_MOUNT') && !isVfsError(e, 'NOT_SUPPORTED')) throw e;
+          // The task's puts and mkdirs need the write the driver's copy does not: asked now, as WebDAV
+          // does, or a user without it was answered a task that then failed `permission denied`.
+          await core.vfs.checkTransfer('copy', ctx, src, dst);
+          tasks.push(taskJson(await core.tasks.copy(ctx, src, dst)));
         }
       }
     }
