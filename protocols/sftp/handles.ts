@@ -227,8 +227,15 @@ export class HandleTable {
     const existing = plain ? undefined : await statOrUndefined(vfs, ctx, path);
     if (existing?.isDir) throw new VfsError('IS_A_DIR');
     if (!plain && !existing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
-    if (existing && excl) throw new VfsError('EXISTS', 'file exists');
+    // A file this session is writing exists for its clients (STAT answers it) though it lands only at
+    // CLOSE: an exclusive create of it (a lock file taken by a second app on one sshfs mount) succeeded.
+    if (excl && (existing || this.writerOf(path))) throw new VfsError('EXISTS', 'file exists');
     const keep = existing && existing.size > 0 && !(flags & OPEN_MODE.TRUNC);
+    // The session may have ended during the looks above (or while afterWriterOf waited): abortAll
+    // has run, so a handle added now was never aborted: its put waited for a body forever, keeping
+    // the EXCL claim (that name's exclusive creates answered EXISTS until a restart), the spill file
+    // and the user's handle count.
+    if (this.ended()) throw new VfsError('UPSTREAM', 'session ended');
     const claim = excl ? join(ctx.principal.basePath, path) : undefined;
     if (claim !== undefined) {
       if (this.d.exclusive?.has(claim)) throw new VfsError('EXISTS', 'file exists');

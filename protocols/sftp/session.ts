@@ -321,10 +321,18 @@ export class SftpSession {
     const src = clientPath(from);
     await Promise.all([this.handles.landed(src, true), this.handles.landed(clientPath(to))]);
     const w = namesFolder(from) || namesFolder(to) ? undefined : this.handles.writerOf(src);
-    if (w && posix.dirname(clientPath(to)) === posix.dirname(src)) return this.renameWriting(w, clientPath(to), overwrite);
-    await this.folderIf(namesFolder(from) || namesFolder(to), src);
-    await undecodedName(this.vfs, this.ctx, clientPath(to));
-    await this.vfs.moveTo(this.ctx, src, clientPath(to), { overwrite });
+    // A file this session is writing at the target exists for the client though it lands only at
+    // CLOSE: RENAME moved over it and that CLOSE then landed over the moved file (its bytes lost).
+    // As rename(2): RENAME refuses it, posix-rename takes the name from it (CLOSE lands nothing).
+    const over = namesFolder(to) ? undefined : this.handles.writerOf(clientPath(to));
+    if (over && over !== w && !overwrite) throw new VfsError('EXISTS', 'file exists');
+    if (w && posix.dirname(clientPath(to)) === posix.dirname(src)) await this.renameWriting(w, clientPath(to), overwrite);
+    else {
+      await this.folderIf(namesFolder(from) || namesFolder(to), src);
+      await undecodedName(this.vfs, this.ctx, clientPath(to));
+      await this.vfs.moveTo(this.ctx, src, clientPath(to), { overwrite });
+    }
+    if (over && over !== w) over.unlinked = true;
   }
 
   /**
@@ -366,8 +374,9 @@ export class SftpSession {
 
   /**
    * (F)SETSTAT of a file being written: the size so far is the current size, which only a handle
-   * holding the whole file (READ|WRITE) can change; mtime waits for CLOSE. resize() compares the
-   * size once the WRITEs before this request are applied (w.size here may not count them yet).
+   * holding the whole file (READ|WRITE, an update, or one that sent no byte yet) can change; mtime
+   * waits for CLOSE. resize() compares the size once the WRITEs before this request are applied
+   * (w.size here may not count them yet).
    */
   private async setstatWriting(w: WriteHandle, attrs: InputAttributes): Promise<void> {
     if (attrs.size !== undefined) await w.resize(attrs.size);

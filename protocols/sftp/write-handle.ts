@@ -274,7 +274,8 @@ export class WriteHandle {
   }
 
   /**
-   * SETSTAT size / ftruncate on a handle whose whole file is in the spill file; refused otherwise.
+   * SETSTAT size / ftruncate on a handle whose whole file is in the spill file (or can still be: nothing
+   * handed to the put yet); refused otherwise.
    * The size is compared after the WRITEs sent before it (the chain): lftp pipelines WRITE then
    * FSETSTAT(size = its length, mtime) without waiting, and that no-op used to be refused whole.
    */
@@ -282,6 +283,9 @@ export class WriteHandle {
     const op = this.chain.then(async () => {
       if (this.error) throw this.error;
       if (size === this.size) return;
+      // Nothing handed to the put yet (a new file: `truncate -s`, `dd seek=… count=0` through sshfs
+      // open it WRITE|CREAT then ftruncate): the whole file can still go to a spill file from byte 0.
+      if (!this.spill && this.frontier === 0) await this.openSpill();
       const s = this.whole;
       if (!s) throw new VfsError('NOT_SUPPORTED', 'changing the size of a file being uploaded is not supported');
       if (size > this.size + REORDER_WINDOW) await this.roomFor(size);
