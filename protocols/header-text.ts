@@ -4,6 +4,7 @@
  * UTF-8 bytes; AList reads those bytes as UTF-8 (Go strings are bytes). Shared by REST and WebDAV.
  */
 import { isUtf8 } from 'node:buffer';
+import type { IncomingMessage } from 'node:http';
 import { VfsError } from '../src/errors.js';
 
 /**
@@ -17,4 +18,13 @@ export function utf8Header(value: string): string {
   const bytes = Buffer.from(value, 'latin1');
   if (!isUtf8(bytes)) throw new VfsError('INVALID', 'header is not valid UTF-8');
   return bytes.toString('utf8');
+}
+
+/**
+ * A request header's first value, as Go's Header.Get reads it (Node joins a repeated header into one
+ * `a, b` string in `req.headers`). `headersDistinct` parses every header again, so it is read only
+ * when the header is there at all: on the path of every upload, most of which do not carry it.
+ */
+export function firstHeader(req: IncomingMessage, name: string): string | undefined {
+  return req.headers[name] === undefined ? undefined : req.headersDistinct[name]?.[0];
 }

@@ -11,11 +11,19 @@ yet: a refusal before the first byte was read), then drains the request or close
  * The socket's chunks (up to 64 KiB) are not coalesced into bigger buffers here: the Local driver's
  * write stream already hands what queues up to one writev, and copying into new 1 MiB buffers cost
  * a quarter of the server's CPU on a 1 GiB PUT (mostly GC of those buffers).
+ *
+ * A small body that has all arrived by then is handed over whole instead (arrivedWhole, below).
  */
 import type { IncomingMessage } from 'node:http';
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
+import { WholeBody } from '../src/whole-body.js';
 
-export function uploadBody(req: IncomingMessage): PassThrough {
+/** Up to this size, a body that has all arrived is handed over whole (the Local driver's SMALL_BODY). */
+const WHOLE_LIMIT = 64 * 1024;
+
+export function uploadBody(req: IncomingMessage): Readable {
+  const whole = arrivedWhole(req);
+  if (whole) return whole;
   const body = new PassThrough();
   const cut = () => body.destroy(new Error('client aborted the upload'));
   // Its consumer (the driver) may start listening only later: a body cut before then must not be an
@@ -32,4 +40,20 @@ export function uploadBody(req: IncomingMessage): PassThrough {
   // arrived. The upload would wait for them for ever.
   if (req.destroyed && !req.readableEnded) cut();
   return body;
+}
+
+/**
+ * The body, when every byte its Content-Length announces is already buffered in the request (a small
+ * upload usually arrives with its headers): taken out now and handed over as a WholeBody. Nothing is
+ * left for the client to cut short, so none of the abort handling above is needed.
+ */
+function arrivedWhole(req: IncomingMessage): WholeBody | undefined {
+  const len = req.headers['content-length'];
+  if (len === undefined || req.readableLength === 0 || req.readableLength > WHOLE_LIMIT) return undefined;
+  const size = Number(len);
+  if (req.readableLength !== size) return undefined;
+  const chunks: Buffer[] = [];
+  for (let c: Buffer | null; (c = req.read() as Buffer | null) !== null; ) chunks.push(c);
+  req.resume(); // on to its end (nothing is left): the request counts as read
+  return new WholeBody(chunks, size);
 }

@@ -20,6 +20,7 @@ import * as nodePath from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { VfsError, fromErrno } from '../../src/errors.js';
+import { WholeBody } from '../../src/whole-body.js';
 import type { PutArgs } from '../types.js';
 import { TEMP_PREFIX } from './listing.js';
 
@@ -95,7 +96,7 @@ export function place(temp: string, target: string, noReplace: boolean | undefin
 }
 
 /** Write `data` to a new temp file and rename it to `target`; the file's stats. */
-function writeSmall(dirReal: string, target: string, data: Buffer[], args: PutArgs): Stats {
+function writeSmall(dirReal: string, target: string, data: readonly Buffer[], args: PutArgs): Stats {
   const temp = tempIn(dirReal);
   const fd = openSync(temp, 'wx');
   try {
@@ -208,7 +209,8 @@ async function writeStreamed(dirReal: string, target: string, body: Readable, ar
 export async function putFile(dirReal: string, target: string, stream: Readable, args: PutArgs, dpath: string): Promise<Stats> {
   try {
     if (args.size !== undefined && args.size > SMALL_BODY) return await writeStreamed(dirReal, target, stream, args);
-    const first = await head(stream, SMALL_BODY);
+    // A body already in memory whole (src/whole-body.ts) needs no reading.
+    const first = stream instanceof WholeBody && stream.size <= SMALL_BODY ? { chunks: stream.chunks, size: stream.size, done: true } : await head(stream, SMALL_BODY);
     // Too big after all (size unknown in advance): the stream, its head put back, is streamed.
     if (!first.done) return await writeStreamed(dirReal, target, stream, args);
     args.signal?.throwIfAborted();

@@ -6,6 +6,7 @@
  * admin: scripts that hold that token reach WebDAV with it too.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { principalOf, type LoginResult } from '../../src/auth/accounts.js';
 import { safeEqual } from '../../src/auth/passwords.js';
 import type { Principal } from '../../src/auth/principal.js';
@@ -25,14 +26,46 @@ export function parseBasic(header: string | undefined): { username: string; pass
   return { username: text.slice(0, i), password: text.slice(i + 1) };
 }
 
+/**
+ * Per connection, the Authorization header last verified on it and its credential's key in Accounts'
+ * cache. A client sends the same header with every request of a keep-alive connection; parsing it
+ * and hashing the credential again was a tenth of the server's CPU per small PUT. The header is only
+ * compared with the next request's on the same connection (which carries it anyway) and goes with
+ * the connection. The answer still comes from Accounts' cache, so expiry, a password change, a
+ * disabled or deleted user end it as before. (A proxy's connection carrying several clients is
+ * fine: another client's header differs and takes the full path; an equal one is the same key.)
+ */
+export class ConnectionCredentials {
+  private readonly known = new WeakMap<Socket, { header: string; key: string }>();
+
+  get(req: IncomingMessage): string | undefined {
+    const k = this.known.get(req.socket);
+    return k !== undefined && k.header === req.headers.authorization ? k.key : undefined;
+  }
+
+  set(req: IncomingMessage, key: string): void {
+    const header = req.headers.authorization;
+    if (header !== undefined) this.known.set(req.socket, { header, key });
+  }
+}
+
 /** The request's principal; synchronous when the credential is in Accounts' cache (most requests). */
-export function authenticate(deps: DavDeps, req: IncomingMessage, ip: string): Principal | Promise<Principal> {
+export function authenticate(deps: DavDeps, req: IncomingMessage, ip: string, connections: ConnectionCredentials): Principal | Promise<Principal> {
+  const knownKey = connections.get(req);
+  const known = knownKey === undefined ? undefined : deps.accounts.cachedLogin(knownKey);
+  if (known) return known.principal;
   const bearer = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
   if (bearer !== undefined) return adminByApiToken(deps, bearer);
   const cred = parseBasic(req.headers.authorization);
   if (!cred) throw new DavError(401, 'authentication required');
-  const r = deps.accounts.authenticateCached({ ...cred, ip, protocol: 'webdav', skipOtp: false });
-  return r instanceof Promise ? r.then(principalOrThrow) : principalOrThrow(r);
+  const key = deps.accounts.credentialKey('webdav', cred.username, cred.password);
+  const r = deps.accounts.authenticateCached({ ...cred, ip, protocol: 'webdav', skipOtp: false }, key);
+  const remembered = (r: LoginResult) => {
+    const principal = principalOrThrow(r);
+    connections.set(req, key);
+    return principal;
+  };
+  return r instanceof Promise ? r.then(remembered) : remembered(r);
 }
 
 async function adminByApiToken(deps: DavDeps, token: string): Promise<Principal> {

@@ -11,7 +11,7 @@ import type { Core } from '../../src/core.js';
 import { isVfsError } from '../../src/errors.js';
 import { accessLogger } from '../../src/log.js';
 import { INSTANCE_HEADER } from '../../drivers/types.js';
-import { authenticate } from './auth.js';
+import { authenticate, ConnectionCredentials } from './auth.js';
 import { DeadProps } from './dead-props.js';
 import { DavError, statusOf } from './errors.js';
 import { followTree } from './follow-changes.js';
@@ -88,6 +88,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
   const follower = followTree(deps.onChange, locks, props, deps.log);
   const inflight = new Set<Promise<void>>();
   const access = accessLogger(deps.log);
+  const connections = new ConnectionCredentials();
   // Persisted locks and dead properties load once; only requests before that wait for it.
   let loaded = false;
   const load = () => Promise.all([locks.ready(), props.ready()]).then(() => void (loaded = true));
@@ -115,7 +116,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       path = p;
       if (method === 'OPTIONS' && !req.headers.authorization) return optionsAnonymous(res);
       const ip = clientIp(req, deps.trustProxy);
-      const principal = await authenticate(deps, req, ip);
+      const principal = await authenticate(deps, req, ip, connections);
       user = principal.username;
       const fn = Object.hasOwn(METHODS, method) ? METHODS[method] : undefined; // the method is client input
       if (!fn) throw new DavError(KNOWN_ELSEWHERE.has(method) ? 405 : 501, `${method} is not supported`);

@@ -21,7 +21,7 @@ export const DAV_PREFIX = '/dav';
 /** What the adapter needs from the Core (narrow, so unit tests can fake it). */
 export interface DavDeps {
   vfs: VfsApi;
-  accounts: Pick<Accounts, 'authenticateCached' | 'admin'>;
+  accounts: Pick<Accounts, 'authenticateCached' | 'credentialKey' | 'cachedLogin' | 'admin'>;
   kv: KvRepo;
   settings: SignSettings;
   log: Logger;

@@ -200,6 +200,25 @@ export class Accounts {
   }
 
   /**
+   * The key authenticateCached files a credential under: a keyed digest (see sha256). `key` there is
+   * this, computed by a caller that remembers it (WebDAV, per connection: protocols/webdav/auth.ts).
+   */
+  credentialKey(protocol: Protocol, username: string, password: string): string {
+    return sha256(this.cacheKey + JSON.stringify([protocol, username, password]));
+  }
+
+  /** The login a credential gave (by its credentialKey) while that answer stands; undefined otherwise. */
+  cachedLogin(key: string): LoginSuccess | undefined {
+    const hit = this.verified.get(key);
+    return hit && this.stands(hit) ? hit.result : undefined;
+  }
+
+  /** A cached answer stands until it expires or any user record changes (then it is checked again). */
+  private stands(hit: VerifiedCredential): boolean {
+    return hit.until > Date.now() && hit.usersRevision === this.store.users.revision();
+  }
+
+  /**
    * authenticate() for protocols that send the password on every request (WebDAV Basic): a verified
    * credential is remembered as a keyed digest for a short time and trusted only while the user's
    * pwd_ts is unchanged and the user still exists, is enabled and may use the protocol.
@@ -208,10 +227,9 @@ export class Accounts {
    * answers at once, without a promise: it is on the path of every WebDAV request. After any change
    * to users, the next request re-reads its user and checks it again.
    */
-  authenticateCached(req: LoginRequest & { password: string }): LoginResult | Promise<LoginResult> {
-    const key = sha256(this.cacheKey + JSON.stringify([req.protocol, req.username, req.password]));
+  authenticateCached(req: LoginRequest & { password: string }, key = this.credentialKey(req.protocol, req.username, req.password)): LoginResult | Promise<LoginResult> {
     const hit = this.verified.get(key);
-    if (hit && hit.until > Date.now() && hit.usersRevision === this.store.users.revision()) return hit.result;
+    if (hit && this.stands(hit)) return hit.result;
     // Requests a client sends in parallel with the same credential share one check: checks from one
     // IP run one at a time (authenticate), and each would cost a scrypt. Per IP, as the throttle counts.
     const checkKey = `${ipKey(req.ip)} ${key}`;

@@ -18,7 +18,7 @@ import type { Entry } from '../../../src/vfs/types.js';
 import type { TaskInfo } from '../../../src/tasks/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { accessContext } from '../app.js';
-import { utf8Header } from '../../header-text.js';
+import { firstHeader, utf8Header } from '../../header-text.js';
 import { uploadBody } from '../../upload-body.js';
 import { ApiError, ok } from '../envelope.js';
 import { taskJson } from './tasks.js';
@@ -33,12 +33,11 @@ interface UploadHeaders {
 }
 
 /**
- * A request header's first value, as Go's Header.Get reads it. Node joins a repeated header into
- * one `a, b` string (`req.headers`): two File-Path headers made one path through a folder named
- * `a, ` and two `Overwrite: false` read as "overwrite".
+ * A request header's first value (firstHeader): two File-Path headers joined by Node made one path
+ * through a folder named `a, `, and two `Overwrite: false` read as "overwrite".
  */
 function header(req: FastifyRequest, name: string): string {
-  return req.raw.headersDistinct[name]?.[0] ?? '';
+  return firstHeader(req.raw, name) ?? '';
 }
 
 /** Go's url.PathUnescape: `+` stays, `%XY` must be valid hex; invalid → 400. */
@@ -189,7 +188,7 @@ const routes: RoutePlugin = async (app, { core }) => {
   app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 
   app.put('/api/fs/put', async (req, reply) => {
-    let body: PassThrough | undefined;
+    let body: Readable | undefined;
     try {
       const h = uploadHeaders(req, true);
       const ctx = uploadContext(req, reply);

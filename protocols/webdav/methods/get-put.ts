@@ -11,6 +11,7 @@ import { blockingLocks, checkPreconditions, checkWrite, conditional, hasPrecondi
 import { DavError } from '../errors.js';
 import { contentTypeOf, etagOf, httpDate } from '../resource.js';
 import { parentOf, sendStatus, type Dav } from '../request.js';
+import { firstHeader } from '../../header-text.js';
 import { uploadBody } from '../../upload-body.js';
 import { knownModTime, parseHttpDate } from '../../http-date.js';
 
@@ -143,7 +144,7 @@ async function preflight(dav: Dav): Promise<void> {
  * storage kept, listing the file as "Invalid Date" with the ETag "NaN-1".
  */
 function ocMtime(dav: Dav): Date | undefined {
-  const v = dav.req.headersDistinct['x-oc-mtime']?.[0]?.trim() ?? '';
+  const v = firstHeader(dav.req, 'x-oc-mtime')?.trim() ?? '';
   if (!/^[+-]?\d{1,16}(\.\d+)?$/.test(v)) return undefined;
   const d = new Date(Math.round(Number(v) * 1000)); // round: 0.123 * 1000 is 122.99999999999999
   return Number.isNaN(d.getTime()) ? undefined : d;
