@@ -8,7 +8,7 @@
  * dir, config file, admin or password exists yet.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat } from 'node:fs/promises';
+import { chmod, link, mkdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { resolve, join } from 'node:path';
 import pino from 'pino';
@@ -118,7 +118,9 @@ function merge(base: Json, over: Json, prefix: string, file: string, sources: So
   const out: Json = { ...base };
   for (const [k, v] of Object.entries(over)) {
     const key = prefix + k;
-    if (!(k in base)) {
+    // Own keys only: `in` also saw Object.prototype's (`constructor`, `toString`), so such a key was
+    // refused as "expected a function" and stopped the start instead of being warned about.
+    if (!Object.hasOwn(base, k)) {
       if (!k.startsWith('//')) unknown.push(key);
       continue;
     }
@@ -292,11 +294,33 @@ async function readConfigFile(file: string, source: string): Promise<string | un
 }
 
 /**
+ * Write a new config file only if none exists (false when one does): a temp file (0600, fsynced)
+ * linked into place, as store/owner.ts claims DATA. Without hard links (exFAT, some FUSE mounts) it
+ * is renamed into place as before.
+ */
+async function createNew(file: string, data: Json): Promise<boolean> {
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await new AtomicJsonFile<Json>(tmp).write(data);
+    await link(tmp, file);
+    return true;
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return false;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
+    await rename(tmp, file);
+    return true;
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/**
  * Load the configuration. Creates DATA (0700) and writes DATA/config.json with defaults when missing
  * (atomically, 0600); a missing jwt_secret is generated and saved there so tokens survive restarts.
- * Nothing is created when a value is refused.
+ * Nothing is created when a value is refused. `retried`: the file another start created is read again.
  */
-export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
+export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env, retried = false): Promise<Config> {
   const dataDir = resolveDataDir(flags, env);
   const dataSource = dataDirSource(flags, env);
   const dataStat = await stat(dataDir).catch((e: NodeJS.ErrnoException) => {
@@ -350,12 +374,22 @@ export async function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv
     // Persist defaults (and a secret) so the next start finds the same values.
     if (!fileMerged.jwt_secret) fileMerged.jwt_secret = randomBytes(24).toString('base64url');
     if (!merged.jwt_secret) merged.jwt_secret = fileMerged.jwt_secret;
+    let created = true;
     try {
-      await new AtomicJsonFile<Json>(configFile).write(overlay(fromFile, fileMerged));
+      // Through a symlink (DATA/config.json -> the operator's file in /etc), to its target: the atomic
+      // write's rename replaced the link with a copy, and later edits of the target were ignored.
+      const target = await realpath(configFile).catch(() => configFile);
+      const data = overlay(fromFile, fileMerged);
+      if (fileText === undefined && !retried) created = await createNew(target, data);
+      else await new AtomicJsonFile<Json>(target).write(data);
     } catch (e) {
       const hint = fileText === undefined ? '' : ' (it has no jwt_secret to keep tokens valid across restarts: add one, or set TREEGATE_JWT_SECRET)';
       throw new ConfigError(`config file ${configFile} (from ${fileSource}): cannot write it: ${errnoText(e)}${hint}`);
     }
+    // Another start created it meanwhile (two servers started at once on a new DATA): its values are
+    // the ones. Each wrote its own generated secret over the other's, and the one that then won DATA
+    // (store/owner.ts) could run with a secret the file no longer held: its tokens died at a restart.
+    if (!created) return loadConfig(flags, env, true);
   }
 
   const cfg: Config = { ...(merged as unknown as FileConfig), dataDir, configFile };
