@@ -16,6 +16,11 @@ export class DirHandle {
 
   constructor(readonly path: string, private readonly entries: Entry[]) {}
 
+  /** Entries held (handles.ts MAX_DIR_ENTRIES_PER_USER). */
+  get size(): number {
+    return this.entries.length;
+  }
+
   /** The next batch of `ls -l` style names, or null when all were sent (SFTP EOF). */
   next(owner: string, now = Date.now()): FileEntry[] | null {
     if (this.pos >= this.entries.length) return null;

@@ -22,6 +22,13 @@ export const MAX_HANDLES = 256;
  * the whole server's: HTTP and the store then fail with EMFILE).
  */
 export const MAX_HANDLES_PER_USER = 1024;
+/**
+ * Listed entries one user's dir handles may hold, over all their sessions. A dir handle keeps its
+ * folder's whole listing (some 200 bytes an entry) until CLOSE, so MAX_HANDLES_PER_USER alone let a
+ * read-only user hold 1,024 copies of a 20,000-file folder: 4 GB of heap. Past the bound an OPENDIR
+ * fails while the user has other folders open; a folder opened alone always opens, however big.
+ */
+export const MAX_DIR_ENTRIES_PER_USER = 1_000_000;
 
 /** How long an update OPEN waits for this session's writer on the same file to land (see afterWriterOf). */
 const WRITER_WAIT_MS = 1000;
@@ -43,6 +50,8 @@ export interface HandleTableDeps {
   reorder?: ReorderBudget;
   /** Open handles per user id, over every session of this server (MAX_HANDLES_PER_USER). */
   userHandles?: Map<number, number>;
+  /** Entries held by open dir handles per user id, over every session (MAX_DIR_ENTRIES_PER_USER). */
+  userDirEntries?: Map<number, number>;
 }
 
 export class HandleTable {
@@ -68,9 +77,8 @@ export class HandleTable {
     this.uid = d.ctx.principal.userId;
   }
 
-  /** Count `delta` handles to this table's user (userHandles). */
-  private charge(delta: number): void {
-    const m = this.d.userHandles;
+  /** Count `delta` handles (or, with userDirEntries, listed entries) to this table's user. */
+  private charge(delta: number, m = this.d.userHandles): void {
     if (!m) return;
     const n = (m.get(this.uid) ?? 0) + delta;
     if (n > 0) m.set(this.uid, n);
@@ -121,6 +129,11 @@ export class HandleTable {
     // A session that ended meanwhile (abortAll has run) would never release it: the handle stayed
     // counted against the user for good, and enough dropped connections locked them out of SFTP.
     if (this.ended()) throw new VfsError('UPSTREAM', 'session ended');
+    // Checked and charged once the listing's size is known, in one synchronous step: OPENDIRs
+    // pipelined together cannot all pass on the same count.
+    const held = this.d.userDirEntries?.get(this.uid) ?? 0;
+    if (held > 0 && held + listing.entries.length > MAX_DIR_ENTRIES_PER_USER) throw new VfsError('INVALID', 'too many listed entries held open for this user: close some directories');
+    this.charge(listing.entries.length, this.d.userDirEntries);
     return this.add(new DirHandle(path, listing.entries));
   }
 
@@ -156,6 +169,7 @@ export class HandleTable {
     this.handles.delete(id.toString('hex'));
     this.charge(-1);
     if (hd.kind === 'read') hd.close();
+    else if (hd.kind === 'dir') this.charge(-hd.size, this.d.userDirEntries);
     else if (hd.kind === 'write') {
       const landing = hd.close();
       this.uploadsClosing.set(landing, hd);
@@ -171,6 +185,7 @@ export class HandleTable {
   abortAll(): void {
     for (const h of this.handles.values()) {
       if (h.kind === 'read') h.close();
+      else if (h.kind === 'dir') this.charge(-h.size, this.d.userDirEntries);
       else if (h.kind === 'write') {
         h.abort();
         void h.settled();

@@ -135,8 +135,12 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
   const reorder = { held: 0 };
   /** WRITE bytes not answered yet, over all channels (write-gate.ts SharedWrites). */
   const writes = new SharedWrites();
-  /** Open handles per user id (handles.ts MAX_HANDLES_PER_USER) and logged-in connections per user id. */
+  /**
+   * Per user id: open handles and the entries dir handles hold (handles.ts MAX_HANDLES_PER_USER,
+   * MAX_DIR_ENTRIES_PER_USER), and logged-in connections.
+   */
   const userHandles = new Map<number, number>();
+  const userDirEntries = new Map<number, number>();
   const userConnections = new Map<number, number>();
   const unsubscribe = core.accounts.onUsersChange(() => {
     for (const l of logins) l.recheck();
@@ -246,7 +250,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
             signal: abort.signal,
           };
           const channel = accept();
-          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder, userHandles, writes });
+          const s = new SftpSession(channel, { vfs: core.vfs, ctx, abort, tmpDir, log, touch: touchIdle, batch, stable: reads && ((b) => reads.stable(b)), exclusive, reorder, userHandles, userDirEntries, writes });
           sessions.add(s);
           // One connection may carry thousands of channels (OpenSSH ControlMaster: one per `sftp` run).
           channel.once('close', () => sessions.delete(s));

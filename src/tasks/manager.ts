@@ -23,7 +23,7 @@ import type { Store } from '../store/store.js';
 import type { TaskRecord, UserRecord } from '../store/types.js';
 import { errorText, isFatal, JS_FAULTS } from './failures.js';
 import { taskId } from './ids.js';
-import { forgettable, KEEP_FINISHED } from './retention.js';
+import { checkRoom, countUndone, forgettable, KEEP_FINISHED } from './retention.js';
 import { DONE_STATES, KIND_DEFAULTS, TASK_KINDS, TASK_STATE as S, type KindRunner, type TaskHandle, type TaskInfo, type TaskKind } from './types.js';
 
 export const INTERRUPTED = 'interrupted by a restart';
@@ -186,6 +186,7 @@ export class TaskManager {
   /** Create a task, persist it and queue it. The returned info is the state at creation (pending). */
   async create(kind: TaskKind, creator: Creator, name: string, args: Record<string, unknown>, password?: string): Promise<TaskInfo> {
     if (this.closed) throw new Error('task manager is stopped');
+    if (typeof args.parent !== 'string') checkRoom(creator, () => countUndone(this.tasks.values(), creator.id)); // retention.ts
     const rec: TaskRecord = {
       id: taskId(), kind, name, creator: creator.username, creator_id: creator.id, creator_role: creator.role,
       state: S.PENDING, status: initialStatus(kind), progress: 0, start_time: null, end_time: null,
@@ -421,7 +422,6 @@ export class TaskManager {
   }
 
   private finishesSincePrune = 0;
-
   /** Forget old finished tasks (retention.ts). */
   private pruneFinished(): void {
     const keep = this.opts.keepFinished ?? KEEP_FINISHED;

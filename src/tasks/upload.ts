@@ -19,6 +19,7 @@ import { basename, parent } from '../paths.js';
 import type { TaskRecord } from '../store/types.js';
 import type { PutOptions, VfsApi } from '../vfs/types.js';
 import { FatalTaskError } from './failures.js';
+import { checkRoom, ownUndone } from './retention.js';
 import type { TaskManager } from './manager.js';
 import type { KindRunner, TaskInfo } from './types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf } from './where.js';
@@ -89,6 +90,8 @@ export class Uploads {
       const exists = await this.vfs.stat(ctx, req.path).then(() => true, (e: unknown) => (e instanceof VfsError && e.code === 'NOT_FOUND' ? false : Promise.reject(e)));
       if (exists) throw new VfsError('EXISTS', 'file exists');
     }
+    // Before the body is spooled: refused only by create(), it was spooled to disk for nothing.
+    checkRoom(ctx.principal, () => this.tasks.infos(ownUndone(ctx.principal.userId)).length);
     const spool = hostJoin(this.tempRoot, 'upload');
     await mkdir(spool, { recursive: true, mode: 0o700 });
     const tmp = hostJoin(spool, randomBytes(12).toString('hex'));
@@ -104,6 +107,11 @@ export class Uploads {
     return this.tasks.create('upload', { id: p.userId, username: p.username, role: p.role }, name, {
       path: req.path, storage: { id: storage.id, mount: storage.mountPath }, tmp, size, modified: req.modified?.toISOString(), overwrite: req.overwrite !== false,
       hashes: req.hashes, ip: ctx.ip,
-    }, ctx.password); // the put runs later and checks the path password again
+    }, ctx.password) // the put runs later and checks the path password again
+      // No task, no one to remove the spooled body (tasks made meanwhile took the last places).
+      .catch(async (e: unknown) => {
+        await rm(tmp, { force: true }).catch(() => undefined);
+        throw e;
+      });
   }
 }

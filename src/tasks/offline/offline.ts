@@ -23,6 +23,7 @@ import type { Settings } from '../../settings/settings.js';
 import type { TaskRecord } from '../../store/types.js';
 import type { VfsApi } from '../../vfs/types.js';
 import { FatalTaskError } from '../failures.js';
+import { checkRoom, ownUndone } from '../retention.js';
 import type { TaskManager } from '../manager.js';
 import { TASK_STATE, type KindRunner, type TaskHandle, type TaskInfo } from '../types.js';
 import { fmtWhere, pinStorage, storagePin, whereOf } from '../where.js';
@@ -43,6 +44,14 @@ export interface AddRequest {
 }
 
 const str = (v: unknown) => (typeof v === 'string' ? v : '');
+
+/**
+ * Longest URL a download takes (characters). Each is kept twice in its task record (args and name),
+ * in memory and in tasks.jsonl, for as long as the task is listed: a 1 MiB URL made a 2 MB record,
+ * and a user's 10,000 unfinished tasks (MAX_UNDONE_PER_USER) 20 GB. Magnet links with dozens of
+ * trackers stay far below it.
+ */
+export const MAX_URL_CHARS = 16 * 1024;
 
 /** Should the temp file go, given the policy and how its transfer ended. Unknown policy: keep (AList). */
 function shouldDelete(policy: string, succeeded: boolean): boolean {
@@ -119,8 +128,11 @@ export class Offline {
         throw new VfsError('UPSTREAM', `failed init tool ${req.tool}: ${(e as Error).message}`, { cause: e, publicText: `failed init tool ${req.tool}` });
       }
     }
+    // All or none: refused once some tasks were made, the request answered an error for tasks it had made.
+    checkRoom(p, () => this.tasks.infos(ownUndone(p.userId)).length, req.urls.length);
     const urls: URL[] = [];
     for (const raw of req.urls) {
+      if (raw.length > MAX_URL_CHARS) throw new VfsError('INVALID', `url too long: at most ${MAX_URL_CHARS} characters`);
       let url: URL;
       try {
         url = new URL(raw.trim());
