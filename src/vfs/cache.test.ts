@@ -91,12 +91,13 @@ describe('ListingCache', () => {
     await c.list(2, '/b', policy, listing(4));
     await c.list(1, '/a', policy, listing(4)); // a hit: /a is now the most recently used
     expect(calls).toBe(2);
-    await c.list(1, '/c', policy, listing(4)); // 12 > 10: /b (mount 2) goes, not /a
-    expect([c.size(1), c.size(2), c.heldEntries()]).toEqual([2, 0, 8]);
-    await c.list(1, '/huge', policy, listing(11)); // bigger than the cap alone: served, not stored
-    expect([c.size(1), c.heldEntries()]).toEqual([2, 8]);
+    // Each listing counts its entries plus one.
+    await c.list(1, '/c', policy, listing(4)); // 15 > 10: /b (mount 2) goes, not /a
+    expect([c.size(1), c.size(2), c.heldEntries()]).toEqual([2, 0, 10]);
+    await c.list(1, '/huge', policy, listing(10)); // bigger than the cap alone: served, not stored
+    expect([c.size(1), c.heldEntries()]).toEqual([2, 10]);
     await c.list(1, '/a', policy, listing(1), true); // a refresh replaces /a's 4 entries by 1
-    expect(c.heldEntries()).toBe(5);
+    expect(c.heldEntries()).toBe(7);
     c.invalidateTree(1, '/');
     expect(c.heldEntries()).toBe(0);
     await c.list(3, '/x', policy, listing(3));
@@ -106,6 +107,13 @@ describe('ListingCache', () => {
     release();
     await slow;
     expect([c.size(3), c.heldEntries()]).toEqual([0, 0]); // the late fetch did not store into the dropped mount
+  });
+
+  it('counts empty listings too: a walk through empty folders does not fill the cache without end', async () => {
+    const c = new ListingCache(Date.now, 10);
+    for (let i = 0; i < 100; i++) await c.list(1, `/empty${i}`, policy, async () => []);
+    expect(c.size(1)).toBe(10);
+    expect(c.heldEntries()).toBe(10);
   });
 });
 

@@ -15,6 +15,8 @@
  * The entries held by all listings together are capped (MAX_CACHED_ENTRIES): a long TTL on a big
  * remote storage would otherwise hold every folder anyone opened until it expired. Past the cap the
  * least recently used listings go first; a listing bigger than the cap on its own is not stored.
+ * Each listing counts one more than its entries: counted by entries alone, empty folders cost
+ * nothing, and a client walking a tree of them filled the cache with listings without end.
  */
 import { isWithin } from '../paths.js';
 import type { Obj } from '../../drivers/types.js';
@@ -37,6 +39,9 @@ export const SWEEP_EVERY = 60_000;
 
 /** Entries (files and folders) held by all cached listings together, at most (a few hundred bytes each). */
 export const MAX_CACHED_ENTRIES = 200_000;
+
+/** What a listing counts against MAX_CACHED_ENTRIES: its entries, and itself. */
+const weight = (objs: Obj[]) => objs.length + 1;
 
 export interface CachePolicy {
   /** Minutes; 0 or less disables storing (in-flight sharing still applies). */
@@ -105,11 +110,11 @@ export class ListingCache {
     }
     const old = m.entries.get(dpath);
     if (old) this.drop(old);
-    if (objs.length > this.maxEntries) return;
+    if (weight(objs) > this.maxEntries) return;
     const c: Cached = { objs, expires: now + ttlMinutes * 60_000, mount: m, dpath };
     m.entries.set(dpath, c);
     this.lru.add(c);
-    this.held += objs.length;
+    this.held += weight(objs);
     for (const oldest of this.lru) {
       if (this.held <= this.maxEntries) break;
       this.drop(oldest);
@@ -118,7 +123,7 @@ export class ListingCache {
 
   private drop(c: Cached): void {
     if (!this.lru.delete(c)) return;
-    this.held -= c.objs.length;
+    this.held -= weight(c.objs);
     if (c.mount.entries.get(c.dpath) === c) c.mount.entries.delete(c.dpath);
   }
 
@@ -155,7 +160,7 @@ export class ListingCache {
     return this.mounts.get(mountId)?.entries.size ?? 0;
   }
 
-  /** Entries held by all cached listings (for tests and diagnostics). */
+  /** What all cached listings count against the cap: their entries, plus one each (for tests and diagnostics). */
   heldEntries(): number {
     return this.held;
   }
