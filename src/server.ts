@@ -26,6 +26,7 @@ import { buildRestApp } from '../protocols/rest/app.js';
 import { createWebdavHandler, DAV_PREFIX } from '../protocols/webdav/handler.js';
 import { stripBasePathFromRequest } from '../protocols/rest/frontend/base-path.js';
 import { basePathOf } from './site-url.js';
+import { httpConnectionCap } from './open-files.js';
 import { startSftpServer, type SftpListener } from '../protocols/sftp/server.js';
 import { handleCors } from '../protocols/cors.js';
 import { continueOnRead } from '../protocols/expect-continue.js';
@@ -172,6 +173,16 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
         continueOnRead(req, res);
         return dispatch(req, res);
       });
+      const cap = httpConnectionCap(); // src/open-files.ts
+      if (cap !== undefined) {
+        server.maxConnections = cap;
+        let warned = 0;
+        server.on('drop', () => {
+          if (Date.now() - warned < 60_000) return; // once a minute at most: a flood must not flood the log
+          warned = Date.now();
+          log.warn({ max: cap }, 'HTTP connection limit reached: new connections are closed');
+        });
+      }
       // No cap on a whole request (Node's 5 min cut off long uploads); a body that stalls for
       // http.idle_timeout is cut off instead (protocols/http-idle.ts).
       limitIdleClients(server, Math.max(1, config.http.idle_timeout) * 1000, (req) =>

@@ -30,9 +30,13 @@ export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   };
 }
 
-/** Start `treegate server ARGS` and wait (bounded) for the ready line with its ports. */
-export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [CLI, 'server', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Start `treegate server ARGS` and wait (bounded) for the ready line with its ports. `launcher`: a
+ * command the server is started through (`['prlimit', '--nofile=256:256', '--']`).
+ */
+export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000, launcher: string[] = []): Promise<ServerProcess> {
+  const [cmd, ...rest] = [...launcher, process.execPath, CLI, 'server', ...args];
+  const child = spawn(cmd!, rest, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
   const ready = new Promise<{ http: number; sftp: number }>((res, rej) => {
