@@ -89,8 +89,11 @@ export class ListingCache {
     const generation = m.generation;
     const p = fetch().then(
       (objs) => {
-        if (m.inflight.get(dpath) === p) m.inflight.delete(dpath);
-        if (cacheable && m.generation === generation) this.store(m, dpath, objs, policy.ttlMinutes);
+        // A refresh started while this fetch was in flight took its place: that newer answer (stored
+        // already, or still coming) wins. Storing this older one over it undid the refresh until TTL.
+        const latest = m.inflight.get(dpath) === p;
+        if (latest) m.inflight.delete(dpath);
+        if (cacheable && latest && m.generation === generation) this.store(m, dpath, objs, policy.ttlMinutes);
         return objs;
       },
       (e: unknown) => {
