@@ -59,18 +59,24 @@ export class SftpAuth {
 
   /**
    * `gone` tells whether the connection has already closed (see accept); `disconnect` ends it once
-   * it made MAX_AUTH_TRIES refused attempts.
+   * it made MAX_AUTH_TRIES refused attempts (`hard`: at once, without the SSH goodbye).
    */
   constructor(
     private readonly d: AuthDeps,
     private readonly ip: string,
     private readonly gone: () => boolean = () => false,
-    private readonly disconnect: () => void = () => undefined,
+    private readonly disconnect: (hard?: boolean) => void = () => undefined,
   ) {}
 
   handle(ctx: AuthContext): void {
     // Requests the client sent before the connection was closed for too many refusals: not checked.
-    if (this.refusals >= MAX_AUTH_TRIES) return ctx.reject(METHODS);
+    // One coming after that (the close did not take: ssh2's end() does nothing on a socket it no
+    // longer counts as writable) ends the connection at once, or the client went on guessing,
+    // each guess refused unchecked (seen once in CI: 200 tries).
+    if (this.refusals >= MAX_AUTH_TRIES) {
+      ctx.reject(METHODS);
+      return this.disconnect(true);
+    }
     this.dispatch(ctx).catch((err: unknown) => {
       this.d.log.error({ err, user: ctx.username }, 'sftp authentication failed with an error');
       this.reject(ctx);

@@ -153,7 +153,7 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
     if (reads && !reads.attach(client)) log.debug('ssh2 internals differ: socket reads are copied');
     let closed = false;
     client.once('close', () => (closed = true));
-    const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip, () => closed, () => client.end());
+    const auth = new SftpAuth({ store: core.store, accounts: core.accounts, log }, ip, () => closed, (hard) => (hard && socket ? socket.destroy() : client.end()));
     const sessions = new Set<SftpSession>();
     connections.add(sessions);
     // One timer per connection: reset by auth steps and SFTP requests; an idle session is closed.
