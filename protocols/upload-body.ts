@@ -24,7 +24,15 @@ const WHOLE_LIMIT = 64 * 1024;
 export function uploadBody(req: IncomingMessage): Readable {
   const whole = arrivedWhole(req);
   if (whole) return whole;
-  const body = new PassThrough();
+  // Unpiped as it is destroyed, not on its 'close' (a tick later): unpipe pauses the request, and a
+  // caller that destroys the body and then drains the request (resume) had its drain undone, so a
+  // refused upload's connection hung with its body unread until the server reset it.
+  const body = new PassThrough({
+    destroy(err, cb) {
+      req.unpipe(body);
+      cb(err);
+    },
+  });
   const cut = () => body.destroy(new Error('client aborted the upload'));
   // Its consumer (the driver) may start listening only later: a body cut before then must not be an
   // uncaught 'error'. The consumer finds it destroyed and errored.
@@ -33,7 +41,6 @@ export function uploadBody(req: IncomingMessage): Readable {
     if (!req.complete) cut();
   });
   req.on('error', (e) => body.destroy(e));
-  body.once('close', () => req.unpipe(body));
   req.pipe(body);
   // The client went while an async step ran before this (REST's auth hook, WebDAV's lookups): the
   // request is destroyed, its 'close' is over, and none of its bytes will come, even those that had

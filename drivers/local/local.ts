@@ -1,5 +1,5 @@
-import { lstatSync, statSync, type Stats } from 'node:fs';
-import { chmod, cp, lstat, lutimes, mkdir, readdir, realpath, rename, rm, rmdir, stat, statfs, utimes } from 'node:fs/promises';
+import { lstatSync, lutimesSync, statSync, type Stats } from 'node:fs';
+import { chmod, cp, lstat, mkdir, readdir, realpath, rename, rm, rmdir, stat, statfs, utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
@@ -43,6 +43,28 @@ function creatableName(name: string): string {
   if (validateName(name).startsWith(TEMP_PREFIX)) throw new VfsError('INVALID', `${name} is a reserved name`);
   return name;
 }
+
+/**
+ * rm -r, with the real reason when an entry may not be removed: Node's rm retries an entry whose
+ * unlink fails with EPERM as a folder and reports that attempt's ENOTDIR (scandir), so an
+ * undeletable file (immutable, a sticky folder) was answered "not a folder" (WebDAV 409).
+ */
+async function rmTree(host: string): Promise<void> {
+  await rm(host, { recursive: true }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOTDIR' && e.syscall === 'scandir') throw Object.assign(e, { code: 'EPERM' });
+    throw e;
+  });
+}
+
+/**
+ * What a folder copy takes along: what listings show (files, folders) and links. cp refused a FIFO
+ * or socket, failing the whole copy (and a move or delete to another file system) for an entry
+ * nobody sees, and it opened a device to copy it.
+ */
+const copied = async (src: string): Promise<boolean> => {
+  const st = await lstat(src);
+  return isServed(st) || st.isSymbolicLink();
+};
 
 async function exists(host: string): Promise<boolean> {
   return lstat(host).then(() => true, (e: NodeJS.ErrnoException) => {
@@ -103,8 +125,10 @@ export class LocalDriver implements Driver {
 
   /** Run an fs call on a checked host path, mapping errno to VfsError. */
   private async at<T>(dpath: string, fn: (host: string, real: string) => Promise<T>): Promise<T> {
-    const { host, real } = await this.p.resolve(dpath);
     try {
+      // Inside the try: the path walk's own failures (ELOOP through a looping link, EACCES) were
+      // answered as a backend failure.
+      const { host, real } = await this.p.resolve(dpath);
       return await fn(host, real);
     } catch (e) {
       throw fromErrno(e, dpath);
@@ -209,7 +233,7 @@ export class LocalDriver implements Driver {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EXDEV') throw e;
       await this.copyHost(s, d);
-      await rm(s, { recursive: true });
+      await rmTree(s);
     }
   }
 
@@ -238,7 +262,7 @@ export class LocalDriver implements Driver {
       if (st.isDirectory()) {
         await mkdir(d, { mode: this.mkdirMode });
         made = d;
-        await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true });
+        await cp(s, d, { recursive: true, preserveTimestamps: true, errorOnExist: true, force: false, verbatimSymlinks: true, filter: copied });
         await utimes(d, st.atime, st.mtime); // cp sets it, but adding the entries moved it on
         await chmod(d, st.mode & 0o7777); // as cp would have: made with mkdir_perm, a 0700 folder's copy was 0755
       } else {
@@ -247,8 +271,9 @@ export class LocalDriver implements Driver {
         made = tempIn(nodePath.dirname(d));
         await cp(s, made, { errorOnExist: true, force: false, verbatimSymlinks: true });
         // lutimes: a link moved to another file system is copied as a link, and utimes would set the
-        // times of the file it points to.
-        await lutimes(made, st.atime, st.mtime);
+        // times of the file it points to. Synchronous, as the placing right after it: with an old
+        // time on it the temp file is a stale leftover to a listing, which removed it in between.
+        lutimesSync(made, st.atime, st.mtime);
         place(made, d, true);
       }
     } catch (e) {
@@ -267,7 +292,7 @@ export class LocalDriver implements Driver {
       const only = args?.onlyEmpty === true && st.isDirectory();
       const bin = this.opts.recycle_bin_path.trim();
       if (bin === '' || bin === NO_RECYCLE) {
-        await (only ? rmdir(host) : rm(host, { recursive: true }));
+        await (only ? rmdir(host) : rmTree(host));
         return;
       }
       if (only && (await readdir(host)).length) throw new VfsError('NOT_EMPTY', undefined, { path: obj.path });

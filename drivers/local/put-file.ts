@@ -13,9 +13,8 @@
  * measured at 0.2-0.3 ms per PUT on a busy 2-CPU host — so the rare stall is the cheaper side.
  * Bigger bodies are streamed, so memory stays bounded whatever the size.
  */
-import { closeSync, createWriteStream, fstatSync, futimesSync, linkSync, lstatSync, openSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, writeSync, type Stats, type WriteStream } from 'node:fs';
+import { closeSync, createWriteStream, fstatSync, futimesSync, linkSync, lstatSync, openSync, readlinkSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeSync, type Stats, type WriteStream } from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import { utimes } from 'node:fs/promises';
 import * as nodePath from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -184,7 +183,9 @@ async function writeStreamed(dirReal: string, target: string, body: Readable, ar
     await pipeline(body, counter, file, { signal: args.signal });
     checkSize(args, written);
     const now = tempNow(where, temp) ?? temp;
-    if (args.modified) await utimes(now, args.modified, args.modified);
+    // Synchronous, as the placing right after it: the temp file with the client's (old) time on it
+    // is a stale leftover to a listing (listing.ts), which removed it in the turn between the two.
+    if (args.modified) utimesSync(now, args.modified, args.modified);
     place(now, target, args.noReplace);
     return where === undefined ? statSync(target) : fstatSync(where);
   } catch (e) {
