@@ -25,6 +25,8 @@ declare -A TOOLS=(
   [cadaver]=cadaver
   [wget]=wget
   [psftp]=putty-tools
+  [chattr]=e2fsprogs
+  [prlimit]=util-linux
 )
 
 missing=()
