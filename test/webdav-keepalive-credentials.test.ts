@@ -7,11 +7,12 @@
  */
 import { readFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { makeUser, mkdir, ok, PERM } from './fs-helpers.js';
+import { davRequest } from './clients/webdav.js';
 
 let s: TestServer;
 let admin: string;
@@ -118,5 +119,53 @@ describe('small uploads on a kept-alive connection', () => {
       c.close();
     }
     for (const [i, b] of bodies.entries()) expect((await readFile(join(s.dataDir, 'storage', `ka-${i}.bin`))).equals(b)).toBe(true);
+  });
+});
+
+describe('small uploads taken whole, then', () => {
+  it('a PUT refused after its body was taken (no write right) answers 403, and the connection carries on', async () => {
+    await makeUser(s, admin, 'reader', PERM.WEBDAV_READ | PERM.WEBDAV_MANAGE);
+    const c = connection();
+    try {
+      const reader = basic('reader', 'pw-reader-123');
+      expect((await c.send('PUT', '/dav/refused.txt', reader, 'not stored')).status).toBe(403);
+      expect((await c.send('PROPFIND', '/dav/', reader)).status).toBe(207);
+      expect((await c.send('PUT', '/dav/refused.txt', reader, 'still not')).status).toBe(403);
+      expect(c.sockets.size).toBe(1);
+    } finally {
+      c.close();
+    }
+    expect((await davRequest(s.url, 'GET', '/dav/refused.txt', { user: 'admin', password: ADMIN_PASSWORD })).status).toBe(404);
+  });
+
+  it('two PUTs sent back to back on one connection (pipelined) each store their own body', async () => {
+    const auth = basic('admin', ADMIN_PASSWORD);
+    const put = (name: string, body: string) => `PUT /dav/${name} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const answers = await new Promise<string>((resolve, reject) => {
+      const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
+      let got = '';
+      sock.on('data', (b: Buffer) => {
+        got += b.toString('latin1');
+        if ((got.match(/^HTTP\/1\.1 \d+/gm) ?? []).length === 2) sock.end();
+      });
+      sock.on('error', reject);
+      sock.on('close', () => resolve(got));
+      sock.write(put('piped-1.txt', 'first body') + put('piped-2.txt', 'the second, longer body'));
+    });
+    expect(answers.match(/^HTTP\/1\.1 \d+/gm)).toEqual(['HTTP/1.1 201', 'HTTP/1.1 201']);
+    expect(await readFile(join(s.dataDir, 'storage', 'piped-1.txt'), 'utf8')).toBe('first body');
+    expect(await readFile(join(s.dataDir, 'storage', 'piped-2.txt'), 'utf8')).toBe('the second, longer body');
+  });
+
+  it('a storage that streams (Memory) stores a body taken whole', async () => {
+    ok(await s.api('/api/admin/storage/create', { token: admin, body: { mount_path: '/mem', driver: 'Memory', addition: '{}' } }));
+    const c = connection();
+    const auth = basic('admin', ADMIN_PASSWORD);
+    try {
+      expect((await c.send('PUT', '/dav/mem/small.txt', auth, 'kept in memory')).status).toBe(201);
+      expect((await c.send('GET', '/dav/mem/small.txt', auth)).body).toBe('kept in memory');
+    } finally {
+      c.close();
+    }
   });
 });
