@@ -8,13 +8,14 @@
  * dir, config file, admin or password exists yet.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { chmod, link, mkdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, readFile, realpath, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { resolve, join } from 'node:path';
 import pino from 'pino';
 import defaults from '../config/default.json' with { type: 'json' };
 import { basePathOf } from './site-url.js';
 import { AtomicJsonFile } from './store/atomic-file.js';
+import { linkNew } from './store/link-new.js';
 
 /** Cross-origin browser access (AList's `cors` keys); see protocols/cors.ts. */
 export interface CorsConfig {
@@ -294,25 +295,13 @@ async function readConfigFile(file: string, source: string): Promise<string | un
 }
 
 /**
- * Write a new config file only if none exists (false when one does): a temp file (0600, fsynced)
- * linked into place, as store/owner.ts claims DATA. Without hard links (exFAT, some FUSE mounts) it
- * is renamed into place as before.
+ * Write a new config file only if none exists (false when one does): made complete at once, 0600 and
+ * fsynced (store/link-new.ts). Without hard links (exFAT, some FUSE mounts) it is written as before.
  */
 async function createNew(file: string, data: Json): Promise<boolean> {
-  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    await new AtomicJsonFile<Json>(tmp).write(data);
-    await link(tmp, file);
-    return true;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
-    await rename(tmp, file);
-    return true;
-  } finally {
-    await rm(tmp, { force: true });
-  }
+  const linked = await linkNew(file, (tmp) => new AtomicJsonFile<Json>(tmp).write(data));
+  if (linked === 'no-links') await new AtomicJsonFile<Json>(file).write(data);
+  return linked !== false;
 }
 
 /**

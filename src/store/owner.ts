@@ -12,6 +12,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { link, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AtomicJsonFile } from './atomic-file.js';
+import { linkNew } from './link-new.js';
 
 export const OWNER_FILE = 'server.pid';
 /** `control-<uuid>.request` (from the CLI) and `control-<uuid>.result` (the server's answer). */
@@ -94,20 +95,8 @@ export async function liveOwner(dataDir: string): Promise<OwnerMarker | undefine
  * get an exclusive create, whose moment of emptiness readers treat as a claim under way.
  */
 async function createExclusive(file: string, text: string): Promise<boolean> {
-  const tmp = `${file}.${process.pid}.${randomUUID()}.tmp`;
-  try {
-    // Inside the try, so a write that fails (a full disk) removes its temp file as well: nothing
-    // else ever removes a server.pid.<pid>.<uuid>.tmp.
-    await writeFile(tmp, text, { mode: 0o644 });
-    await link(tmp, file);
-    return true;
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return false;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') throw e;
-  } finally {
-    await rm(tmp, { force: true });
-  }
+  const linked = await linkNew(file, (tmp) => writeFile(tmp, text, { mode: 0o644 }));
+  if (linked !== 'no-links') return linked;
   let fh;
   try {
     fh = await open(file, 'wx', 0o644);
