@@ -8,6 +8,8 @@
  * customisation can always be fixed from the manage pages). Both are rendered once per change of the
  * settings they use, never per request.
  */
+import { readFile, stat } from 'node:fs/promises';
+import type { Stats } from 'node:fs';
 import type { Settings } from '../../../src/settings/settings.js';
 
 /** The default favicon URL in AList's index.html (the first occurrence is the favicon link). */
@@ -71,5 +73,46 @@ export class IndexPage {
     ];
     this.managePage = fillTemplate(this.raw, common);
     this.page = fillTemplate(this.raw, [...common, ['<!-- customize head -->', head!], ['<!-- customize body -->', body!]]);
+  }
+}
+
+/** What tells one version of index.html from the next (a rebuild replaces or rewrites it). */
+export const stampOf = (st: Stats): string => `${st.ino}:${st.size}:${st.mtimeMs}`;
+
+/**
+ * dist_dir/index.html followed on disk. The assets are read from disk on every request, so after a
+ * front end was rebuilt in place (new hashed asset names) a page read once at start named assets
+ * that were gone: a blank UI until a restart. One stat per page load; the file is read again only
+ * when it changed, and while it is missing, empty or unreadable (mid-rebuild) the last page is kept.
+ */
+export class LiveIndexPage {
+  private page: IndexPage;
+
+  constructor(
+    private readonly file: string,
+    raw: string,
+    private stamp: string,
+    private readonly basePath: string,
+    private readonly settings: Pick<Settings, 'get'>,
+  ) {
+    this.page = new IndexPage(raw, basePath, settings);
+  }
+
+  async html(path: string): Promise<string> {
+    try {
+      const stamp = stampOf(await stat(this.file));
+      if (stamp !== this.stamp) {
+        // Stamped before the read: a write still under way changes the stamp, so it is read again.
+        // Empty is a rewrite between its truncation and its write: not a page, the last one stays.
+        const raw = await readFile(this.file, 'utf8');
+        if (raw !== '') {
+          this.page = new IndexPage(raw, this.basePath, this.settings);
+          this.stamp = stamp;
+        }
+      }
+    } catch {
+      // keep the last page (index.html is being replaced)
+    }
+    return this.page.html(path);
   }
 }
