@@ -52,14 +52,25 @@ export function sortByteWise<T extends { name: string }>(entries: T[]): T[] {
  */
 export const isServed = (st: Stats): boolean => st.isFile() || st.isDirectory();
 
-/** The stats of one entry as listed, or undefined when it must not be listed. */
-function statEntry(full: string, inside: (real: string) => boolean): Stats | undefined {
+/** Whether the real path `target` is the real path `real` or a folder above it. */
+export const isAtOrAbove = (target: string, real: string): boolean =>
+  real === target || real.startsWith(target.endsWith(nodePath.sep) ? target : target + nodePath.sep);
+
+/**
+ * The stats of one entry as listed, or undefined when it must not be listed. `loops(real)`: whether
+ * a link to the real path `real` leads back to the listed folder or above it.
+ */
+function statEntry(full: string, inside: (real: string) => boolean, loops?: (real: string) => boolean): Stats | undefined {
   try {
     let st = lstatSync(full, { throwIfNoEntry: false }); // undefined: vanished between readdir and lstat
     if (st?.isSymbolicLink()) {
       // Links are followed only when their target is inside the root; escaping or dangling links
       // are left out, so listings leak nothing outside.
-      if (!inside(realpathSync.native(full))) return undefined;
+      const real = realpathSync.native(full);
+      if (!inside(real)) return undefined;
+      // A loop through the tree is left out too: every walk of the tree followed it (a copy task of
+      // a folder holding two links to itself made 2^depth tasks, until the path failed with ELOOP).
+      if (loops?.(real)) return undefined;
       st = statSync(full, { throwIfNoEntry: false });
     }
     return st && isServed(st) ? st : undefined;
@@ -70,9 +81,10 @@ function statEntry(full: string, inside: (real: string) => boolean): Stats | und
 
 /**
  * Entries of `dir` with their stats. Symlinks are followed only when their target is inside the
- * root (`inside(real)`). Names a virtual path cannot carry (a backslash) are left out as well.
+ * root (`inside(real)`) and does not loop (`loops(real)`). Names a virtual path cannot carry (a
+ * backslash) are left out as well.
  */
-export async function listHostDir(dir: string, showHidden: boolean, inside: (real: string) => boolean): Promise<HostEntry[]> {
+export async function listHostDir(dir: string, showHidden: boolean, inside: (real: string) => boolean, loops?: (real: string) => boolean): Promise<HostEntry[]> {
   const names = await readdir(dir);
   const prefix = dir.endsWith(nodePath.sep) ? dir : dir + nodePath.sep; // dir is a realpath: already clean
   const out: HostEntry[] = [];
@@ -88,7 +100,7 @@ export async function listHostDir(dir: string, showHidden: boolean, inside: (rea
       since = 1;
       await yieldToLoop();
     }
-    const stats = statEntry(prefix + n, inside);
+    const stats = statEntry(prefix + n, inside, loops);
     if (stats) out.push({ name: n, stats });
   }
   return sortByteWise(out);

@@ -6,7 +6,7 @@ import { VfsError, fromErrno } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, normalize, parent, validateName } from '../../src/paths.js';
 import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
-import { isServed, listHostDir, TEMP_PREFIX } from './listing.js';
+import { isAtOrAbove, isServed, listHostDir, TEMP_PREFIX } from './listing.js';
 import { place, putFile, tempIn } from './put-file.js';
 import { refuseDataDir } from './data-guard.js';
 import { watchRoot } from './watch.js';
@@ -153,11 +153,28 @@ export class LocalDriver implements Driver {
   async list(dir: Obj): Promise<Obj[]> {
     return this.at(dir.path, async (_h, real) => {
       if (!statSync(real).isDirectory()) throw new VfsError('NOT_A_DIR', undefined, { path: dir.path });
-      const entries = await listHostDir(real, this.opts.show_hidden, (r) => this.p.inside(r));
+      const entries = await listHostDir(real, this.opts.show_hidden, (r) => this.p.inside(r), this.loopCheck(dir.path, real));
       const base = dir.path === '/' ? '/' : join(dir.path) + '/';
       // Names from readdir hold no `/` or NUL and backslashes were left out: no per-entry join needed.
       return entries.map((e) => objOf(e.name, base + e.name, e.stats));
     });
+  }
+
+  /**
+   * For the listing of the folder `dpath` (real path `real`): whether a link to `target` loops, i.e.
+   * `target` is that folder or one above it, really or along `dpath` (whose folders may be links
+   * followed on the way, e.g. two folders linking to each other). The folders along `dpath` are
+   * resolved once, at the first link (listing.ts asks only for links).
+   */
+  private loopCheck(dpath: string, real: string): (target: string) => boolean {
+    let along: string[] | undefined;
+    return (target) => {
+      if (!along) {
+        along = [real];
+        for (let p = dpath; !isRootPath(p); ) along.push(this.p.resolveSync((p = parent(p))).real);
+      }
+      return along.some((r) => isAtOrAbove(target, r));
+    };
   }
 
   async link(file: Obj): Promise<Link> {

@@ -244,9 +244,9 @@ export class TaskManager {
     const tree = (r: TaskRecord | undefined): TaskRecord[] => (r ? [...this.childrenOf(r.id).flatMap(tree), r] : []);
     const all = tree(this.tasks.get(id));
     const again = (r: TaskRecord) => r.state === S.FAILED || r.state === S.CANCELED;
-    // A run still finishing (a cancelled download's cleanup) ends first: two runs of one task at
-    // once overwrote each other's state, and the new one could no longer be cancelled.
-    await Promise.all(all.filter(again).map((r) => this.live.get(r.id)?.done));
+    // A run still finishing (a download's cleanup; work still cancelling, once skipped: retry lost)
+    // ends first: two runs of one task at once overwrote each other's state, uncancellable.
+    await Promise.all(all.filter((r) => again(r) || r.state === S.CANCELING).map((r) => this.live.get(r.id)?.done));
     const writes: Promise<void>[] = [];
     for (const rec of all) {
       if (!again(rec)) continue;
