@@ -1,8 +1,9 @@
 /**
  * Preconditions every write goes through: the `If` header must hold (else 412), and every lock that
- * covers a resource the write changes must have its token submitted by the lock's owner (else 423).
+ * covers a resource the write changes must have its token submitted by the lock's owner (else 423;
+ * 403 when another user submitted it).
  */
-import { isVfsError } from '../../src/errors.js';
+import { isVfsError, VfsError } from '../../src/errors.js';
 import { isWithin, relativeTo } from '../../src/paths.js';
 import type { Entry } from '../../src/vfs/types.js';
 import { DavError } from './errors.js';
@@ -109,6 +110,9 @@ export function blockingLocks(dav: Dav, targets: WriteTarget[], submitted: Reado
 export async function checkWrite(dav: Dav, targets: WriteTarget[]): Promise<void> {
   const submitted = await checkIf(dav);
   const blocking = blockingLocks(dav, targets, submitted);
+  // A lock token is proof only from the user who took the lock: another user sending it is refused
+  // (403, as Apache mod_dav), not answered 423 lock-token-submitted for a token it did submit.
+  if (blocking.some((l) => submitted.has(l.token))) throw new VfsError('FORBIDDEN', 'the submitted lock token belongs to another user');
   if (blocking.length) throw new DavError(423, 'the resource is locked', 'lock-token-submitted', await lockedHrefs(dav, blocking));
 }
 

@@ -81,7 +81,9 @@ export class LockManager {
     return (this.loading ??= (async () => {
       for (const [token, lock] of await this.kv.entries<LockInfo>(LOCKS_NS)) {
         if (lock.expires > this.now()) this.index(lock);
-        else await this.kv.delete(LOCKS_NS, token);
+        // Dropped from the store as alive() does, without waiting: a delete that failed (a full disk)
+        // rejected this promise, which stays cached, and every WebDAV request answered 500 until a restart.
+        else void this.kv.delete(LOCKS_NS, token).catch(() => undefined);
       }
     })());
   }
@@ -141,8 +143,13 @@ export class LockManager {
     if (this.conflicts(req.root, req.depth, req.scope).length) throw new VfsError('LOCKED', 'the resource is locked');
     this.checkRoom(req.userId);
     const lock: LockInfo = { ...req, token: `opaquelocktoken:${randomUUID()}`, expires: this.now() + req.timeout * 1000 };
-    this.index(lock);
-    await this.kv.set(LOCKS_NS, lock.token, lock);
+    this.index(lock); // at once, so a concurrent LOCK sees the conflict
+    // A lock the store could not save (a full disk) is not granted: kept in memory, it locked the
+    // resource with a token no client was given, until it timed out (a day with `Infinite`).
+    await this.kv.set(LOCKS_NS, lock.token, lock).catch((e: unknown) => {
+      this.unindex(lock);
+      throw e;
+    });
     return lock;
   }
 
@@ -150,9 +157,12 @@ export class LockManager {
     await this.ready();
     const l = this.get(token);
     if (!l) return undefined;
-    l.timeout = timeout;
-    l.expires = this.now() + timeout * 1000;
-    await this.kv.set(LOCKS_NS, token, l);
+    // Saved first: a refresh the store could not save (a full disk) extended the lock in memory only,
+    // though the client was told it failed (and after a restart it ran out sooner than PROPFIND said).
+    const next = { ...l, timeout, expires: this.now() + timeout * 1000 };
+    await this.kv.set(LOCKS_NS, token, next);
+    l.timeout = next.timeout;
+    l.expires = next.expires;
     return l;
   }
 
@@ -160,8 +170,13 @@ export class LockManager {
     await this.ready();
     const l = this.byToken.get(token);
     if (!l) return false;
-    this.unindex(l);
-    await this.kv.delete(LOCKS_NS, token);
+    this.unindex(l); // at once, so a refresh racing this finds it gone (and does not save it again)
+    // A delete the store could not save (a full disk) keeps the lock: dropped from memory only, a
+    // retried UNLOCK answered 409 and the lock came back at the next restart.
+    await this.kv.delete(LOCKS_NS, token).catch((e: unknown) => {
+      if (!this.byToken.has(token)) this.index(l);
+      throw e;
+    });
     return true;
   }
 

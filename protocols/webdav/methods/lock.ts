@@ -70,7 +70,13 @@ export async function lock(dav: Dav): Promise<void> {
   // Before the empty file of a lock on a new name is made, so a refused LOCK leaves none behind.
   dav.locks.checkRoom(dav.ctx.principal.userId);
   if (!existing) await vfs.put(dav.ctx, dav.path, Readable.from([]), { size: 0, overwrite: false });
-  const l = await dav.locks.create({ root: vpath, depth: lockDepth, scope, owner, userId: dav.ctx.principal.userId, timeout });
+  const l = await dav.locks.create({ root: vpath, depth: lockDepth, scope, owner, userId: dav.ctx.principal.userId, timeout }).catch(async (e: unknown) => {
+    // Not granted (the store could not save it, or a LOCK racing this one won): no empty file either,
+    // unless a PUT has filled it meanwhile (nothing held it back: the lock was not there yet).
+    const made = !existing && (await statOrUndefined(dav, dav.path).catch(() => undefined));
+    if (made && !made.isDir && made.size === 0) await vfs.remove(dav.ctx, dav.path).catch(() => undefined);
+    throw e;
+  });
   answer(dav, existing ? 200 : 201, [l], l.token);
 }
 
@@ -81,6 +87,8 @@ async function refresh(dav: Dav, vpath: string, timeout: number): Promise<void> 
   // only while the resource is unchanged (412 otherwise). Taking its tokens alone refreshed regardless.
   const tokens = await checkIf(dav);
   const mine = dav.locks.covering(vpath).filter((l) => tokens.has(l.token) && l.userId === dav.ctx.principal.userId);
+  // Another user's token refreshes nothing: 403, as for a write with it (conditions.ts checkWrite).
+  if (!mine.length && dav.locks.covering(vpath).some((l) => tokens.has(l.token))) throw new VfsError('FORBIDDEN', 'the submitted lock token belongs to another user');
   if (!mine.length) throw new DavError(412, 'no lock to refresh', 'lock-token-matches-request-uri');
   const refreshed: LockInfo[] = [];
   for (const l of mine) refreshed.push((await dav.locks.refresh(l.token, timeout)) ?? l);
@@ -91,10 +99,13 @@ export async function unlock(dav: Dav): Promise<void> {
   const h = String(dav.req.headers['lock-token'] ?? '').trim();
   const token = h.startsWith('<') && h.endsWith('>') ? h.slice(1, -1) : '';
   if (!token) throw new DavError(400, 'Lock-Token header missing');
-  await dav.deps.vfs.stat(dav.ctx, dav.path);
   const l = dav.locks.covering(vpathOf(dav, dav.path)).find((x) => x.token === token);
+  const mayUnlock = !!l && (l.userId === dav.ctx.principal.userId || can.isAdmin(dav.ctx.principal));
+  // Its holder releases a lock without the resource: one deleted on the storage itself (not through
+  // treegate, so the lock stayed) answered 404 here, and its name stayed locked (423) for up to a day.
+  if (!mayUnlock) await dav.deps.vfs.stat(dav.ctx, dav.path);
   if (!l) throw new DavError(409, 'no such lock on this resource', 'lock-token-matches-request-uri');
-  if (l.userId !== dav.ctx.principal.userId && !can.isAdmin(dav.ctx.principal)) throw new VfsError('FORBIDDEN');
+  if (!mayUnlock) throw new VfsError('FORBIDDEN');
   await dav.locks.remove(token);
   sendStatus(dav.res, 204);
 }
