@@ -126,6 +126,17 @@ export class IndexBuilder {
     if (this.running) this.unmounted.add(vpath);
   }
 
+  /**
+   * Mount paths a storage came to serve (created or moved there, or edited) while a job runs: a
+   * listing of the folder it covers, made before, reaches the file after the updater dropped its rows.
+   */
+  private mounted = new Set<string>();
+
+  /** The updater reports each storage arriving at a mount path; only a running job needs them. */
+  noteMounted(vpath: string): void {
+    if (this.running) this.mounted.add(vpath);
+  }
+
   /** The updater reports each move or copy target; only a running job needs them. */
   noteArrived(vpath: string): void {
     if (this.running) this.arrived.add(vpath);
@@ -159,6 +170,14 @@ export class IndexBuilder {
         if (!isVfsError(err, 'NOT_FOUND')) continue;
       }
       this.store.removeTreeExcept(vpath, this.scope.mountPaths());
+    }
+    // Below a new mount path the job may have written the covered folder's rows, or the new
+    // storage's: dropped again, and listed by the follow-up update (see launch).
+    const covered = [...this.mounted];
+    this.mounted.clear();
+    for (const vpath of covered) {
+      this.store.removeBelowExcept(vpath, this.scope.mountPaths());
+      this.arrived.add(vpath);
     }
   }
 

@@ -75,8 +75,8 @@ export const CONNECTION_PRAGMAS = [
   'temp_store = MEMORY',
 ];
 
-/** The layout's version (see the top). */
-export const FORMAT = 2;
+/** The layout's version (see the top); 3: folded names (lname) fold `ς` to `σ` (text.ts). */
+export const FORMAT = 3;
 
 /**
  * Like every file in DATA, the index is 0600: it holds every file name, hidden and password-protected
@@ -95,33 +95,14 @@ function privateFile(file: string): void {
   }
 }
 
-/**
- * Open (creating or replacing) the index file; `replaced`: it held an index of another format, or
- * was no database at all. The index is derived data: a file zeroed by a power cut or cut short by a
- * full disk is built again. Opened as it was, it threw on every start, after the ready line, and the
- * whole server exited (1), to be restarted by systemd into the same crash.
- */
-export function openIndexDb(file: string): { db: Db; replaced: boolean } {
-  privateFile(file);
-  let db = new Database(file);
-  let replaced: boolean;
-  try {
-    const used = db.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get() !== 0;
-    replaced = used && db.pragma('user_version', { simple: true }) !== FORMAT;
-  } catch (err) {
-    const code = (err as { code?: string }).code;
-    if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') {
-      db.close();
-      throw err;
-    }
-    replaced = true;
-  }
-  if (replaced) {
-    db.close();
-    for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
-    privateFile(file);
-    db = new Database(file);
-  }
+/** A file SQLite cannot read as a database: the index is derived data, so it is built again. */
+export function damaged(err: unknown): boolean {
+  const code = (err as { code?: string }).code;
+  return code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT';
+}
+
+/** Settings and tables of an open file; the handle is closed when this throws. */
+function setUp(db: Db): void {
   try {
     // Only takes effect on a new file (and must come before WAL): bigger pages made row writes
     // ~20% cheaper (fewer b-tree pages to split and write for the long path keys).
@@ -133,6 +114,39 @@ export function openIndexDb(file: string): { db: Db; replaced: boolean } {
   } catch (err) {
     db.close(); // a failed open (a full disk) is retried every few seconds (service.ts): no handle kept per try
     throw err;
+  }
+}
+
+/**
+ * Open (creating or replacing) the index file; `replaced`: it held an index of another format, or
+ * was no database at all, or was damaged (also `discard`: the caller found it damaged while in use).
+ * The index is derived data: a file zeroed by a power cut or cut short by a full disk is built
+ * again. Opened as it was, it threw on every start, after the ready line, and the whole server
+ * exited (1), to be restarted by systemd into the same crash. A file whose first page reads but
+ * whose FTS tables do not (a damaged page) failed in setting up instead, on every try: search
+ * stayed unavailable until someone deleted the file by hand.
+ */
+export function openIndexDb(file: string, discard = false): { db: Db; replaced: boolean } {
+  privateFile(file);
+  let db = new Database(file);
+  let replaced = discard;
+  if (!replaced) {
+    try {
+      const used = db.prepare(`SELECT count(*) FROM sqlite_master`).pluck().get() !== 0;
+      replaced = used && db.pragma('user_version', { simple: true }) !== FORMAT;
+      if (!replaced) setUp(db);
+    } catch (err) {
+      if (db.open) db.close();
+      if (!damaged(err)) throw err;
+      replaced = true;
+    }
+  }
+  if (replaced) {
+    if (db.open) db.close();
+    for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+    privateFile(file);
+    db = new Database(file);
+    setUp(db);
   }
   return { db, replaced };
 }

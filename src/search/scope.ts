@@ -7,7 +7,7 @@
 import { PERM, ROLE, type AccessContext, type Principal } from '../auth/principal.js';
 import { basename, isWithin, normalize, parent, segments } from '../paths.js';
 import type { Settings } from '../settings/settings.js';
-import type { Mount, MountTable } from '../vfs/mounts.js';
+import { STATUS_DISABLED, type Mount, type MountTable } from '../vfs/mounts.js';
 import type { Entry } from '../vfs/types.js';
 import type { IndexRow } from './store.js';
 
@@ -57,6 +57,14 @@ export class IndexScope {
   /** The mount paths of every storage now. */
   mountPaths(): string[] {
     return this.mounts.all().map((m) => m.record.mount_path);
+  }
+
+  /**
+   * Mount paths of the disabled storages: listings leave them out, but their rows stay in the index
+   * (service.ts answers none of them while disabled; enabling brings them back at once).
+   */
+  offlinePaths(): string[] {
+    return this.mounts.all().filter((m) => m.record.disabled || m.status === STATUS_DISABLED).map((m) => m.record.mount_path);
   }
 
   /** Does a storage's content go into the index (also decides which storages are watched). */

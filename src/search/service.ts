@@ -20,6 +20,7 @@ import type { Vfs } from '../vfs/vfs.js';
 import { IndexBuilder, type IndexProgress } from './builder.js';
 import { SearchQueries, type OfflineStorage, type SearchPage } from './query.js';
 import { IndexScope } from './scope.js';
+import { damaged } from './schema.js';
 import { IndexStore } from './store.js';
 import { boundedKeywords } from './text.js';
 import { IndexUpdater } from './updater.js';
@@ -75,6 +76,8 @@ export class SearchService {
   private openFailed = false;
   /** Nothing opens before start(): a resumed build needs the storages loaded. */
   private started = false;
+  /** The open file was found damaged (see use): the next open replaces it. */
+  private discard = false;
   private readonly scope: IndexScope;
 
   constructor(private readonly deps: SearchServiceDeps) {
@@ -116,7 +119,8 @@ export class SearchService {
 
   private open(): Engine {
     const { vfs, mounts, settings, log } = this.deps;
-    const store = new IndexStore(joinPath(this.deps.dataDir, 'search.db'));
+    const store = new IndexStore(joinPath(this.deps.dataDir, 'search.db'), this.discard);
+    this.discard = false;
     const builder = new IndexBuilder(store, vfs, this.scope, log.child({ svc: 'search' }));
     const updater = new IndexUpdater(store, this.scope, builder, settings, vfs, log.child({ svc: 'search' }));
     const unsubscribe = [
@@ -152,6 +156,26 @@ export class SearchService {
     return this.engine;
   }
 
+  /**
+   * Run `fn` on the open index. A page of the file found damaged (SQLITE_CORRUPT: opening reads
+   * only the first pages, schema.ts) fails this call, and the file is then replaced and rebuilt, as
+   * a damaged file is at open. Before, every search and every index call (clear and build too)
+   * failed alike until someone deleted search.db by hand.
+   */
+  private use<T>(e: Engine, fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (damaged(err) && this.engine === e) {
+        this.deps.log.error({ err }, 'search index: search.db is damaged; it is replaced and rebuilt');
+        this.discard = true;
+        // Reopened (replacing the file) by the next sync, this one or the timer's.
+        void this.shut().then(() => this.sync(), () => undefined);
+      }
+      throw err;
+    }
+  }
+
   /** fs/search: entries below `parent` whose names hold every keyword, as this caller may see them. */
   async search(ctx: AccessContext, req: SearchRequest): Promise<SearchPage> {
     const e = this.on();
@@ -162,11 +186,11 @@ export class SearchService {
     let access = can.seeHidden(p) && can.skipPassword(p) ? undefined : await this.deps.rules.accessChecker(p, ctx.password);
     if (access && access.guarded.length === 0) access = undefined;
     if (this.engine !== e) throw new VfsError('NOT_SUPPORTED', NOT_AVAILABLE); // switched off meanwhile
-    return e.queries.run(
+    return this.use(e, () => e.queries.run(
       // offset: past 2^53 it is inexact, and the query clamps it (an empty page with the total).
       { root, keywords: kw.keywords, scope: req.scope, offset: (req.page - 1) * req.perPage, limit: req.perPage, offline: this.offline() },
       access,
-    );
+    ));
   }
 
   /**
@@ -189,9 +213,13 @@ export class SearchService {
     const e = this.on();
     if (e.builder.running) throw new VfsError('INVALID', 'index is running');
     const paths = (req.paths?.length ? req.paths : ['/']).map(normalize);
-    if (req.clear ?? !req.paths?.length) e.store.clear();
-    else for (const p of paths) e.store.removeTree(p);
-    e.builder.start({ kind: 'build', paths, maxDepth: this.depthOf(req.maxDepth), ignore: (req.ignorePaths ?? []).map(normalize) });
+    // Checked before anything is dropped: a bad ignore path refused the build after clearing the index.
+    const ignore = (req.ignorePaths ?? []).map(normalize);
+    this.use(e, () => {
+      if (req.clear ?? !req.paths?.length) e.store.clear();
+      else for (const p of paths) e.store.removeTree(p);
+      e.builder.start({ kind: 'build', paths, maxDepth: this.depthOf(req.maxDepth), ignore });
+    });
   }
 
   /** admin/index/update: re-index some folders (their old entries are dropped first). */
@@ -199,8 +227,10 @@ export class SearchService {
     const e = this.on();
     if (e.builder.running) throw new VfsError('INVALID', 'index is running');
     const list = (paths.length ? paths : ['/']).map(normalize);
-    for (const p of list) e.store.removeTree(p);
-    e.builder.start({ kind: 'update', paths: list, maxDepth: this.depthOf(maxDepth), ignore: [] });
+    this.use(e, () => {
+      for (const p of list) e.store.removeTree(p);
+      e.builder.start({ kind: 'update', paths: list, maxDepth: this.depthOf(maxDepth), ignore: [] });
+    });
   }
 
   private depthOf(requested: number | undefined): number {
@@ -217,12 +247,15 @@ export class SearchService {
   clear(): void {
     const e = this.on();
     if (e.builder.running) throw new VfsError('INVALID', 'index is running');
-    e.store.clear();
-    e.store.setState('progress', { obj_count: 0, is_done: false, last_done_time: null, error: '' } satisfies IndexProgress);
+    this.use(e, () => {
+      e.store.clear();
+      e.store.setState('progress', { obj_count: 0, is_done: false, last_done_time: null, error: '' } satisfies IndexProgress);
+    });
   }
 
   progress(): IndexProgress {
-    return this.on().builder.progress();
+    const e = this.on();
+    return this.use(e, () => e.builder.progress());
   }
 
   /** True while a build or update job runs. */

@@ -59,9 +59,10 @@ export class IndexStore {
   private readonly enqueueStmt: Statement;
   private readonly setStateStmt: Statement;
 
-  constructor(file: string) {
+  /** `discard`: the file was found damaged in use; it is replaced by an empty one (schema.ts). */
+  constructor(file: string, discard = false) {
     this.file = file;
-    ({ db: this.db, replaced: this.replaced } = openIndexDb(file));
+    ({ db: this.db, replaced: this.replaced } = openIndexDb(file, discard));
     this.upsertStmt = this.db.prepare(WRITE_SQL.upsert);
     this.insertIgnoreStmt = this.db.prepare(`INSERT OR IGNORE INTO entries (parent, name, lname, is_dir, size) VALUES (?, ?, ?, 1, 0)`);
     this.deleteRowStmt = this.db.prepare(`DELETE FROM entries WHERE parent = ? AND lname = ? AND name = ?`);
@@ -208,12 +209,23 @@ export class IndexStore {
     this.tx(() => this.db.prepare(`DELETE FROM entries WHERE ${b.sql} AND length(parent) - length(replace(parent, '/', '')) >= ?`).run(...b.params, maxDepth));
   }
 
-  /** Make the indexed children of `dir` exactly `rows` (vanished ones lose their subtrees too). */
-  replaceChildren(dir: string, rows: readonly IndexRow[]): void {
+  /**
+   * Make the indexed children of `dir` exactly `rows`: vanished ones lose their subtrees too, and so
+   * does a folder that is now a file (upserted, its old content would stay findable below a file).
+   * What lies at or under `offline` (mount paths of disabled storages, which listings leave out) stays,
+   * with the folders leading to it: their rows are kept until the storage is enabled again.
+   */
+  replaceChildren(dir: string, rows: readonly IndexRow[], offline: readonly string[] = []): void {
     this.tx(() => {
-      const keep = new Set(rows.map((r) => r.name));
-      const old = this.db.prepare(`SELECT name FROM entries WHERE parent = ?`).pluck().all(dir) as string[];
-      for (const name of old) if (!keep.has(name)) this.removeTreeNow(dir === '/' ? `/${name}` : `${dir}/${name}`);
+      const now = new Map(rows.map((r) => [r.name, r.isDir]));
+      const old = this.db.prepare(`SELECT name, is_dir FROM entries WHERE parent = ?`).all(dir) as Array<{ name: string; is_dir: number }>;
+      for (const { name, is_dir } of old) {
+        const isDir = now.get(name);
+        if (isDir === true || (isDir === false && is_dir === 0)) continue;
+        const p = dir === '/' ? `/${name}` : `${dir}/${name}`;
+        if (isDir === false) this.removeTreeNow(p, false);
+        else if (!offline.includes(p)) this.removeTreeKeeping(p, offline);
+      }
       this.upsert(rows);
     });
   }

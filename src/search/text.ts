@@ -5,9 +5,13 @@
  * reverse) then lower case — and the index keeps the folded name in its own column.
  */
 
-/** The folded form of a name or keyword. */
+/**
+ * The folded form of a name or keyword. toLowerCase lowers a capital sigma by its place in the
+ * word (`ς` at the end, `σ` inside), so the keyword `ΠΑΣ` (`πας`) was not found in `ΠΑΣΑ` (`πασα`):
+ * both forms fold to `σ`, as Unicode case folding has it.
+ */
 export function fold(s: string): string {
-  return s.normalize('NFC').toLowerCase();
+  return s.normalize('NFC').toLowerCase().replaceAll('ς', 'σ');
 }
 
 /** Keywords of a query, folded, without duplicates. An empty list matches every entry. */

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import { isVfsError } from '../errors.js';
-import { isWithin, segments } from '../paths.js';
+import { isWithin, parent, segments } from '../paths.js';
 import type { Settings } from '../settings/settings.js';
 import type { VfsChange } from '../vfs/events.js';
 import type { Vfs } from '../vfs/vfs.js';
@@ -45,6 +45,24 @@ export class IndexUpdater {
       this.log.warn({ err, change: c.kind, path: c.vpath }, 'search index update failed');
     }
     if ((c.kind === 'move' || c.kind === 'copy') && c.entry.isDir) this.listArrival(c.vpath, c.to);
+    if (c.kind === 'remounted') this.relist(c.vpath);
+  }
+
+  /**
+   * A storage edited in place had its rows dropped (they may be another root folder's): what it
+   * serves now is listed by an update job (a job running already does so when it ends: noteMounted).
+   */
+  private relist(vpath: string): void {
+    const { scope, builder } = this;
+    if (builder.running || !scope.accepts(vpath)) return;
+    const max = scope.maxDepth();
+    const levels = Number.isFinite(max) ? max - segments(vpath).length : -1;
+    if (levels === 0) return;
+    try {
+      builder.start({ kind: 'update', paths: [vpath], maxDepth: levels, ignore: [] });
+    } catch (err) {
+      this.log.warn({ err, path: vpath }, 'search index: edited storage not listed');
+    }
   }
 
   /**
@@ -101,16 +119,22 @@ export class IndexUpdater {
       case 'unmounted':
         store.removeTreeExcept(c.vpath, c.mounts);
         this.builder.noteUnmounted(c.vpath);
+        // Folders above that lie in another storage's path (the one at `/` holds them all) stay, as
+        // they may be its real folders: looked up, as outside changes are, since a folder that only
+        // led to this storage is gone now and was still found.
+        for (let p = parent(c.vpath); segments(p).length > 0; p = parent(p)) this.onOutsideChange(p);
         return;
       case 'mounted':
+      case 'remounted':
         // Rows of the folder the new storage now covers would answer paths it does not serve (its
         // own content is indexed when listed); the row of the folder itself stays.
         store.removeBelowExcept(c.vpath, c.mounts);
+        this.builder.noteMounted(c.vpath);
         return;
       case 'listed': {
         if (segments(c.vpath).length > 0 && !scope.accepts(c.vpath)) return;
         const ignore = scope.ignorePaths();
-        store.replaceChildren(c.vpath, c.entries.filter((e) => scope.accepts(e.vpath, { ignore })).map(rowOf));
+        store.replaceChildren(c.vpath, c.entries.filter((e) => scope.accepts(e.vpath, { ignore })).map(rowOf), scope.offlinePaths());
         return;
       }
     }
@@ -145,8 +169,13 @@ export class IndexUpdater {
     try {
       const entry = await this.vfs.stat(indexerContext(), vpath);
       if (this.closed || !this.scope.accepts(vpath)) return;
-      this.store.ensureFolders(vpath);
-      this.store.upsert([rowOf(entry)]);
+      this.store.tx(() => {
+        this.store.ensureFolders(vpath);
+        // A folder replaced by a file (moved off the storage, a file made under its name): its old
+        // content was reported by nobody, and stayed findable below the file.
+        if (!entry.isDir) this.store.removeBelowExcept(vpath, this.scope.mountPaths());
+        this.store.upsert([rowOf(entry)]);
+      });
     } catch (err) {
       if (this.closed) return;
       if (isVfsError(err, 'NOT_FOUND') || isVfsError(err, 'NOT_A_DIR')) {

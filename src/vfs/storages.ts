@@ -153,6 +153,10 @@ export class StorageService {
     if (saved.mount_path !== old.mount_path) {
       this.unmounted(old.mount_path);
       this.mounted(saved.mount_path);
+    } else if (saved.addition !== old.addition) {
+      // The same place may show other content now (another root folder, bucket or alias target):
+      // what mirrors hold below it may be the old storage's (search found files no longer there).
+      this.changes?.emit({ kind: 'remounted', vpath: saved.mount_path, mounts: this.mounts.all().map((m) => m.record.mount_path) });
     }
     return change;
   }
