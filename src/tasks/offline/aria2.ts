@@ -34,8 +34,12 @@ interface Aria2File {
 
 const RPC_MS = 4000;
 const STATUS_KEYS = ['gid', 'status', 'totalLength', 'completedLength', 'followedBy', 'errorMessage', 'errorCode', 'seeder'];
-/** Options of every job (inherited by the jobs it is followed by). */
-const JOB_OPTIONS = { 'file-allocation': 'none', 'seed-time': '0', 'follow-torrent': 'mem', 'follow-metalink': 'mem' };
+/**
+ * Options of every job (inherited by the jobs it is followed by). pause and pause-metadata: an
+ * aria2 whose own configuration adds downloads paused (or pauses those a torrent, metalink or
+ * magnet spawns) left the task waiting for a paused job for good.
+ */
+const JOB_OPTIONS = { 'file-allocation': 'none', 'seed-time': '0', 'follow-torrent': 'mem', 'follow-metalink': 'mem', pause: 'false', 'pause-metadata': 'false' };
 
 class Aria2Timeout extends Error {}
 

@@ -4,7 +4,8 @@
  * offline_download_transfer task per top-level entry (a folder expands into child transfers), each
  * putting its file into the target folder through the VFS with the creator's principal.
  *
- * Temp files: delete_policy is applied per transferred file when its task ends; a failed or
+ * Temp files: delete_policy is applied per transferred file when its task ends (and to what a
+ * folder's failed or cancelled transfer handed to no child transfer); a failed or
  * cancelled download removes its folder at once; at start-up every temp folder no task refers to
  * is swept. Downloads are not resumable (the tool's job may be gone); transfers are.
  *
@@ -302,7 +303,17 @@ export class Offline {
     const root = str(rec.args.root);
     if (!src || !root || !src.startsWith(root)) return;
     const st = await stat(src).catch(() => undefined);
-    if (st?.isFile() && shouldDelete(str(rec.args.delete_policy), rec.state === TASK_STATE.SUCCEEDED)) await rm(src, { force: true });
+    const succeeded = rec.state === TASK_STATE.SUCCEEDED;
+    if (st?.isFile() && shouldDelete(str(rec.args.delete_policy), succeeded)) await rm(src, { force: true });
+    // A folder whose transfer failed or was cancelled (e.g. its name at the target is a file): the
+    // entries no child transfer took over are its files, which the policy removes too (they were
+    // kept for good before, whatever the policy said).
+    if (st?.isDirectory() && !succeeded && shouldDelete(str(rec.args.delete_policy), false)) {
+      const taken = new Set(this.tasks.childrenOf(rec.id).map((c) => str(c.args.src)));
+      for (const n of await readdir(src).catch(() => [] as string[])) {
+        if (!taken.has(hostJoin(src, n))) await rm(hostJoin(src, n), { recursive: true, force: true });
+      }
+    }
     for (let dir = st?.isDirectory() ? src : hostDir(src); dir.startsWith(root); dir = hostDir(dir)) {
       if (!(await rmdir(dir).then(() => true, () => false))) break; // not empty (or gone): stop climbing
     }

@@ -186,6 +186,16 @@ export class QbittorrentTool implements OfflineTool {
     // With qBittorrent's default torrent management mode set to Automatic, savepath is ignored
     // and the files go to its own download folder: never found here (nor ours to delete).
     form.set('autoTMM', 'false');
+    // Likewise its "do not start the download automatically" option and its torrent stop
+    // condition: the torrent was added (or left) paused and the task waited for it (pausedDL) for
+    // good. 4.x reads `paused`, 5.x `stopped`.
+    form.set('paused', 'false');
+    form.set('stopped', 'false');
+    form.set('stopCondition', 'None');
+    // And its "keep incomplete torrents in" folder: the files were written there until complete,
+    // outside the task folder, so a cancelled or failed download left them there (never ours to
+    // delete, see filesWithin), and a retry could not resume from them.
+    form.set('useDownloadPath', 'false');
     let hash = '';
     try {
       const answer = await this.call('api/v2/torrents/add', form, job.signal);
