@@ -7,6 +7,7 @@ import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, Re
 import { counter, creatableName, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
 import type { FtpOptions } from './index.js';
 import { parseListDate } from './list-date.js';
+import { loopCheck } from '../util/loops.js';
 import { encodableName, ftpError, FtpSession, nodeEncoding, parseAddress } from './session.js';
 
 const pad = (n: number, w = 2) => String(n).padStart(w, '0');
@@ -159,7 +160,16 @@ export class FtpDriver implements Driver {
         throw new VfsError(listed ? 'FORBIDDEN' : 'NOT_FOUND', undefined, { path: dir.path });
       }
       const out: Obj[] = [];
-      for (const f of all) if (!isTempName(f.name)) out.push(await this.entry(c, join(dir.path, f.name), f));
+      // The real path of a folder: the working folder the server reports once in it (vsftpd: getcwd).
+      const loops = loopCheck(remote, this.root, async (p) => (await c.cd(p), c.pwd()));
+      for (const f of all) {
+        if (isTempName(f.name)) continue;
+        const o = await this.entry(c, join(dir.path, f.name), f);
+        // A link to this folder or one above it is left out: walks of the tree followed it without
+        // end. entry() left `c` in the link's folder: its PWD is where the link leads.
+        if (f.type === FileType.SymbolicLink && o.isDir && (await loops(await c.pwd()))) continue;
+        out.push(o);
+      }
       return out;
     }, { signal: args.signal, path: dir.path, idempotent: true });
   }

@@ -52,10 +52,6 @@ export function sortByteWise<T extends { name: string }>(entries: T[]): T[] {
  */
 export const isServed = (st: Stats): boolean => st.isFile() || st.isDirectory();
 
-/** Whether the real path `target` is the real path `real` or a folder above it. */
-export const isAtOrAbove = (target: string, real: string): boolean =>
-  real === target || real.startsWith(target.endsWith(nodePath.sep) ? target : target + nodePath.sep);
-
 /**
  * The stats of one entry as listed, or undefined when it must not be listed. `loops(real)`: whether
  * a link to the real path `real` leads back to the listed folder or above it.

@@ -6,6 +6,7 @@ import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, isTempName, tempName, creatableName } from '../util/streams.js';
+import { loopCheck } from '../util/loops.js';
 import { call, deadReason, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
 import type { SftpOptions } from './index.js';
 
@@ -163,6 +164,8 @@ export class SftpDriver implements Driver {
       throw e;
     }
     const out: Obj[] = [];
+    const realpath = (p: string) => this.read(dir.path, (s) => call<string>(s, (cb) => s.realpath(p, cb)), args.signal);
+    const loops = loopCheck(remote, this.root, realpath);
     for (const { filename, attrs } of entries) {
       if (filename === '.' || filename === '..' || isTempName(filename)) continue;
       const path = join(dir.path, filename);
@@ -170,12 +173,16 @@ export class SftpDriver implements Driver {
         out.push(this.obj(path, attrs, attrs.isDirectory()));
         continue;
       }
+      let target: Stats;
       try {
-        const target = await this.read(path, (s) => call<Stats>(s, (cb) => s.stat(this.remote(path), cb)), args.signal);
-        out.push(this.obj(path, target, target.isDirectory()));
+        target = await this.read(path, (s) => call<Stats>(s, (cb) => s.stat(this.remote(path), cb)), args.signal);
       } catch (e) {
         if (!this.opts.ignore_symlink_error) throw new VfsError('UPSTREAM', `broken symlink ${path}`, { path, cause: e });
+        continue;
       }
+      // A link to this folder or one above it is left out: walks of the tree followed it without end.
+      if (target.isDirectory() && (await loops(await realpath(this.remote(path))))) continue;
+      out.push(this.obj(path, target, target.isDirectory()));
     }
     return out.sort(byName);
   }
