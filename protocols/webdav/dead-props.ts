@@ -49,7 +49,11 @@ export class DeadProps {
   /** weightOf every resource's list, kept up to date by write(). */
   private total = 0;
 
-  constructor(private readonly kv: KvRepo) {}
+  /** `mountPaths`: every storage's mount path (storages mounted inside a tree are not part of it: subtree). */
+  constructor(
+    private readonly kv: KvRepo,
+    private readonly mountPaths: () => readonly string[] = () => [],
+  ) {}
 
   ready(): Promise<void> {
     return (this.loading ??= (async () => {
@@ -132,7 +136,11 @@ export class DeadProps {
 
   private subtree(vpath: string): Array<[string, DeadProp[]]> {
     if (this.map.size === 0) return [];
-    return [...this.map].filter(([p]) => isWithin(vpath, p));
+    // A storage mounted below `vpath` stays where it is when the folder holding its mount point is
+    // deleted, moved or copied (the VFS leaves it alone): its files lost their properties to a
+    // DELETE or MOVE of that folder, and a COPY put them on files that are not there.
+    const inner = this.mountPaths().filter((m) => m !== vpath && isWithin(vpath, m));
+    return [...this.map].filter(([p]) => isWithin(vpath, p) && !inner.some((m) => isWithin(m, p)));
   }
 
   private async write(vpath: string, props: DeadProp[]): Promise<void> {

@@ -62,6 +62,7 @@ export function createWebdavHandler(core: Core): WebdavHandler {
     trustProxy: core.config.trusted_proxies?.length ? proxyaddr.compile(core.config.trusted_proxies) : undefined,
     siteBase: basePathOf(core.config.site_url ?? ''),
     onChange: (listener) => core.vfs.onChange(listener),
+    mountPaths: () => core.mounts.all().map((m) => m.record.mount_path),
   }));
 }
 
@@ -84,7 +85,7 @@ function refuseOwnRequests(instanceId: string, inner: WebdavHandler): WebdavHand
 
 export function createDavHandler(deps: DavDeps): WebdavHandler {
   const locks = new LockManager(deps.kv);
-  const props = new DeadProps(deps.kv);
+  const props = new DeadProps(deps.kv, deps.mountPaths);
   const follower = followTree(deps.onChange, locks, props, deps.log);
   const inflight = new Set<Promise<void>>();
   const access = accessLogger(deps.log);

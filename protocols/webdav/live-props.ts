@@ -19,8 +19,8 @@ export interface Quota {
 export interface LiveCtx {
   /** Locks covering the entry (only computed when lockdiscovery is wanted). */
   locks(entry: Entry): LockInfo[];
-  /** Space figures of the storage (only fetched when a quota property is wanted). */
-  quota?: Quota;
+  /** Space figures of the storage serving the entry (only fetched when a quota property is wanted). */
+  quota?: (entry: Entry) => Quota | undefined;
   basePath: string;
   siteBase: string;
 }
@@ -84,9 +84,14 @@ export const LIVE: Record<string, Render> = Object.assign(Object.create(null) as
   resourcetype: (e) => (e.isDir ? '<D:resourcetype><D:collection/></D:resourcetype>' : '<D:resourcetype/>'),
   supportedlock: () => SUPPORTED_LOCK,
   lockdiscovery: (e, c) => lockDiscovery(c.locks(e), c.basePath, c.siteBase),
-  'quota-available-bytes': (_e, c) =>
-    c.quota?.available !== undefined ? `<D:quota-available-bytes>${c.quota.available}</D:quota-available-bytes>` : undefined,
-  'quota-used-bytes': (_e, c) => (c.quota?.used !== undefined ? `<D:quota-used-bytes>${c.quota.used}</D:quota-used-bytes>` : undefined),
+  'quota-available-bytes': (e, c) => {
+    const n = c.quota?.(e)?.available;
+    return n !== undefined ? `<D:quota-available-bytes>${n}</D:quota-available-bytes>` : undefined;
+  },
+  'quota-used-bytes': (e, c) => {
+    const n = c.quota?.(e)?.used;
+    return n !== undefined ? `<D:quota-used-bytes>${n}</D:quota-used-bytes>` : undefined;
+  },
 } satisfies Record<string, Render>);
 
 /** allprop's live properties in one pass (the hot path of big listings); same output as ALLPROP. */

@@ -13,6 +13,7 @@ import type { VfsApi } from '../../src/vfs/types.js';
 import type { SignSettings } from '../../src/sign.js';
 import { join, normalize } from '../../src/paths.js';
 import { DavError } from './errors.js';
+import { xmlText } from './xml.js';
 import type { LockManager } from './locks.js';
 import type { DeadProps } from './dead-props.js';
 
@@ -31,6 +32,8 @@ export interface DavDeps {
   siteBase: string;
   /** The VFS's change feed (Vfs.onChange): locks and dead properties follow the tree. */
   onChange(listener: VfsChangeListener): () => void;
+  /** Every storage's mount path (dead properties below a storage stay with it: dead-props.ts). */
+  mountPaths?: () => readonly string[];
 }
 
 export interface Dav {
@@ -124,7 +127,7 @@ export async function readBody(req: IncomingMessage): Promise<string> {
     if (size > MAX_XML_BODY) throw new DavError(413, 'request body too large');
     chunks.push(c);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return xmlText(Buffer.concat(chunks));
 }
 
 /** Discard an unread body so the connection can be reused. */

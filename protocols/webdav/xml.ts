@@ -5,6 +5,7 @@
  * re-declares its namespace), so they can be echoed inside any response.
  */
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { TextDecoder } from 'node:util';
 import { DavError } from './errors.js';
 
 export const DAV_NS = 'DAV:';
@@ -48,12 +49,20 @@ const parser = new XMLParser({
 // Null prototype: looked up by names from the request body (`&constructor;` is no entity).
 const ENT: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" });
 
+// One character XML 1.0 cannot carry (see INVALID_SRC below; a lone code point is always lone).
+// eslint-disable-next-line no-control-regex
+const INVALID_CHAR = /^[\u0000-\u0008\u000b\u000c\u000e-\u001f\ud800-\udfff\ufffe\uffff]$/;
+
 function decode(s: string): string {
   if (!s.includes('&')) return s;
-  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[a-z]+);/g, (m, e: string) => {
+  // Any entity name, not only lower-case ones: `&Auml;` or `&nbsp2;` (undeclared, so not well-formed)
+  // passed through as text and came back as `&amp;Auml;`, another value than the one sent.
+  return s.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[^\s&;#<>"']+);/g, (m, e: string) => {
     if (e[0] === '#') {
       const cp = e[1] === 'x' ? parseInt(e.slice(2), 16) : parseInt(e.slice(1), 10);
-      if (!(cp >= 0 && cp <= 0x10ffff)) throw new DavError(400, 'bad character reference');
+      // XML 1.0 §4.1 (WFC: Legal Character): `&#0;` or a surrogate is not well-formed, and esc()
+      // answered it back as U+FFFD.
+      if (!(cp >= 0 && cp <= 0x10ffff) || INVALID_CHAR.test(String.fromCodePoint(cp))) throw new DavError(400, 'bad character reference');
       return String.fromCodePoint(cp);
     }
     const v = ENT[e];
@@ -80,7 +89,8 @@ function build(raw: Raw, parentScope: ReadonlyMap<string, string>): XNode {
   const attrs = Object.create(null) as Record<string, string>; // keyed by client attribute names
   for (const [mk, v] of Object.entries(rawAttrs)) {
     const k = unmark(mk);
-    const val = decode(String(v));
+    // XML 1.0 §3.3.3: a literal tab or line end in an attribute value reads as a space (a reference stays).
+    const val = decode(String(v).replace(/\r\n?|[\t\n]/g, ' '));
     if (k === 'xmlns' || k.startsWith('xmlns:')) {
       if (scope === parentScope) scope = new Map(parentScope);
       const prefix = k === 'xmlns' ? '' : k.slice(6);
@@ -94,8 +104,46 @@ function build(raw: Raw, parentScope: ReadonlyMap<string, string>): XNode {
   if (ns === undefined) {
     if (prefix !== '') throw new DavError(400, `undeclared namespace prefix ${prefix}`);
   }
+  // Namespaces in XML 1.0 §5: an attribute's prefix must be declared, and no two attributes may share
+  // an expanded name. Kept, such a dead property came back as `xmlns:a0=""` (or a doubled attribute),
+  // which no namespace-aware parser reads: every PROPFIND of the resource and its folder broke.
+  const expanded = new Set<string>();
+  for (const k of Object.keys(attrs)) {
+    const [p, l] = split(k);
+    const uri = p === '' ? '' : scope.get(p);
+    if (uri === undefined) throw new DavError(400, `undeclared namespace prefix ${p}`);
+    if (expanded.size === expanded.add(`${l} ${uri}`).size) throw new DavError(400, 'duplicate attribute');
+  }
   const children = ((raw[key] as Raw[]) ?? []).map((c) => build(c, scope));
   return { ns: ns ?? '', local, attrs, scope, children };
+}
+
+/**
+ * A request body's text in its encoding (XML 1.0 §4.3.3 and Appendix F): a UTF-16 byte-order mark,
+ * else the declaration's encoding, else UTF-8. Read as UTF-8 whatever it said, a UTF-16 body (which
+ * every XML processor must read) was a 400, and a value in ISO-8859-1, or in bytes that are no
+ * UTF-8 at all, was stored with U+FFFD in place of its letters; bytes not of the encoding are a 400.
+ */
+export function xmlText(buf: Buffer): string {
+  let label = 'utf-8';
+  if (buf[0] === 0xff && buf[1] === 0xfe) label = 'utf-16le';
+  else if (buf[0] === 0xfe && buf[1] === 0xff) label = 'utf-16be';
+  else {
+    const head = buf.subarray(0, 256).toString('latin1');
+    const decl = /^(?:\xef\xbb\xbf)?<\?xml\s[^>]*?encoding\s*=\s*["']([A-Za-z][\w.-]*)["']/.exec(head);
+    if (decl) label = decl[1]!;
+  }
+  let decoder: TextDecoder;
+  try {
+    decoder = new TextDecoder(label, { fatal: true });
+  } catch {
+    throw new DavError(400, `unsupported encoding ${label}`);
+  }
+  try {
+    return decoder.decode(buf); // a byte-order mark is dropped
+  } catch {
+    throw new DavError(400, `body is not ${label}`);
+  }
 }
 
 /** Parse a request body; anything not well-formed (or with a DTD) is a 400. */
@@ -151,15 +199,19 @@ export function serializeContent(e: XElem): string {
   return e.children.map((c) => (typeof c === 'string' ? esc(c) : serializeElem(c))).join('');
 }
 
+// A tab or line feed written as is in an attribute value reads back as a space (§3.3.3): `a="x&#10;y"`
+// came back as a plain line break, which the client read as `x y`.
+const escAttr = (v: string) => esc(v).replace(/[\t\n]/g, (c) => (c === '\t' ? '&#9;' : '&#10;'));
+
 function serializeElem(e: XElem): string {
   let attrs = ` xmlns="${esc(e.ns)}"`;
   let n = 0;
   for (const [k, v] of Object.entries(e.attrs)) {
     const [prefix, local] = split(k);
-    if (prefix === '' || prefix === 'xml') attrs += ` ${k}="${esc(v)}"`;
+    if (prefix === '' || prefix === 'xml') attrs += ` ${k}="${escAttr(v)}"`;
     else {
       const p = `a${n++}`;
-      attrs += ` xmlns:${p}="${esc(e.scope.get(prefix) ?? '')}" ${p}:${local}="${esc(v)}"`;
+      attrs += ` xmlns:${p}="${esc(e.scope.get(prefix) ?? '')}" ${p}:${local}="${escAttr(v)}"`;
     }
   }
   const inner = serializeContent(e);

@@ -70,17 +70,26 @@ export async function propfind(dav: Dav): Promise<void> {
 
   const asked = want.kind === 'prop' ? want.names : want.kind === 'allprop' ? want.include : [];
   const wantsQuota = asked.some((n) => n.ns === DAV_NS && n.local.startsWith('quota-'));
-  let quota: Quota | undefined;
+  const parent = dav.path === '/' ? '' : dav.path;
+  const quotas = new Map<string, Quota>(); // by vpath
   if (wantsQuota) {
-    const u = await vfs.usage(dav.ctx, dav.path).catch(() => ({}) as { total?: number; free?: number; used?: number });
-    const available = u.free ?? (u.total !== undefined && u.used !== undefined ? u.total - u.used : undefined);
-    quota = { available, used: u.used };
+    const quotaAt = async (path: string): Promise<Quota> => {
+      const u = await vfs.usage(dav.ctx, path).catch(() => ({}) as { total?: number; free?: number; used?: number });
+      return { available: u.free ?? (u.total !== undefined && u.used !== undefined ? u.total - u.used : undefined), used: u.used };
+    };
+    quotas.set(self.vpath, await quotaAt(dav.path));
+    // A storage mounted in the folder (a virtual member) has figures of its own: its members were
+    // answered the listed folder's storage's, which Depth 0 on them contradicted. Asked together: a
+    // folder may hold many mount points, some of them remote.
+    const mounted = children.filter((c) => c.virtual);
+    const figures = await Promise.all(mounted.map((c) => quotaAt(parent + '/' + c.name)));
+    mounted.forEach((c, i) => quotas.set(c.vpath, figures[i]!));
   }
   const basePath = dav.ctx.principal.basePath;
   const live: LiveCtx = {
     basePath,
     siteBase: dav.deps.siteBase,
-    quota,
+    quota: (e) => quotas.get(e.vpath) ?? quotas.get(self.vpath),
     locks: (e) => (dav.locks.empty ? [] : dav.locks.covering(e.vpath)),
   };
   const render = renderer(dav, want, live);
@@ -88,7 +97,6 @@ export async function propfind(dav: Dav): Promise<void> {
   await out.add(render(self, hrefOf(dav.asSent, self.isDir, dav.deps.siteBase), dav.path));
   if (children.length) {
     const base = childHrefBase(dav.asSent, dav.deps.siteBase); // the client's form (request.ts asSent)
-    const parent = dav.path === '/' ? '' : dav.path;
     for (const c of children) {
       await out.add(render(c, base + hrefSegment(c.name) + (c.isDir ? '/' : ''), parent + '/' + c.name));
     }

@@ -52,7 +52,8 @@ export async function proppatch(dav: Dav): Promise<void> {
 
   const protectedOps = ops.filter((o) => isLive(opName(o).ns, opName(o).local));
   const out = new MultiStatus(dav.res);
-  const href = `<D:href>${esc(hrefOf(dav.path, entry.isDir, dav.deps.siteBase))}</D:href>`;
+  // The path as the client wrote it, as PROPFIND answers (request.ts asSent): not its stored NFC form.
+  const href = `<D:href>${esc(hrefOf(dav.asSent, entry.isDir, dav.deps.siteBase))}</D:href>`;
   if (protectedOps.length) {
     const forbidden = protectedOps.map((o) => nameXml(opName(o).ns, opName(o).local)).join('');
     const others = ops.filter((o) => !protectedOps.includes(o)).map((o) => nameXml(opName(o).ns, opName(o).local)).join('');
