@@ -17,6 +17,7 @@ import type { Located, Vfs } from './vfs.js';
 
 export const DELETE_ROOT_MESSAGE = 'delete root folder is not allowed, please goto the manage page to delete the storage instead';
 const SUBFOLDER_MESSAGE = 'the destination folder is a subfolder of the source folder';
+const MOUNT_POINT_MESSAGE = 'a storage root or mount point cannot be moved or copied';
 export const EXPOSE_MESSAGE = 'the folder holds entries hidden from you or protected by a password';
 
 export class VfsWriter {
@@ -51,16 +52,27 @@ export class VfsWriter {
   }
 
   /**
-   * The located (and held) source of a move/copy; virtual folders and storage roots cannot be moved
-   * or copied.
+   * The located (and held) source of a move/copy; virtual folders (see realObj: checked before CROSS_MOUNT,
+   * or WebDAV moved one to another storage as an empty copy) and storage roots cannot be moved or copied.
    */
-  private async source(vpath: string): Promise<Located> {
+  private async source(vpath: string, args: CallArgs): Promise<Located> {
     const loc = await this.vfs.locate(vpath);
     if (!loc || isRootPath(loc.dpath)) {
       this.vfs.release(loc);
-      throw new VfsError('FORBIDDEN', 'a storage root or mount point cannot be moved or copied', { path: vpath });
+      throw new VfsError('FORBIDDEN', MOUNT_POINT_MESSAGE, { path: vpath });
     }
+    if (this.mountsBelow(vpath)) await this.realObj(loc, args, MOUNT_POINT_MESSAGE).catch((e: unknown) => (this.vfs.release(loc), Promise.reject(e)));
     return loc;
+  }
+
+  /** The object to move, copy or remove; a virtual folder of mount points (Vfs.stat) is refused as where no storage is. */
+  private async realObj(loc: Located, args: CallArgs, message: string): Promise<Obj> {
+    try {
+      return await this.vfs.tree.objAt(loc.mount, loc.dpath, args);
+    } catch (e) {
+      if (isVfsError(e, 'NOT_FOUND') && this.mountsBelow(loc.vpath)) throw new VfsError('FORBIDDEN', message, { path: loc.vpath });
+      throw e;
+    }
   }
 
   /** The destination on the same mount as the source, or CROSS_MOUNT. */
@@ -133,7 +145,10 @@ export class VfsWriter {
     const vd = await this.vfs.enter(ctx, dstPath);
     this.requireTransferBits(kind, ctx, vs, vd);
     if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
-    const src = await this.source(vs);
+    // Mount points below the target (or what an Alias shows there) keep it taken (clearTarget) once WebDAV's Overwrite removed it.
+    const taken = this.mountsBelow(vd) || this.mountsBelow(await this.treePath(vd, this.vfs.args(ctx)));
+    if (taken) throw new VfsError('EXISTS', `file [${basename(vd)}] exists`, { path: vd });
+    const src = await this.source(vs, this.vfs.args(ctx));
     try {
       try {
         await this.sameMountTarget(src, vd, this.vfs.args(ctx));
@@ -169,7 +184,7 @@ export class VfsWriter {
     const newName = basename(vd);
     this.requireTransferBits(kind, ctx, vs, vd);
     if (vs !== vd && isWithin(vs, vd)) throw new VfsError('INVALID', SUBFOLDER_MESSAGE);
-    const src = await this.source(vs);
+    const src = await this.source(vs, this.vfs.args(ctx));
     try {
       const dst = await this.sameMountTarget(src, vd, this.vfs.args(ctx));
       // Before the capabilities: a copy the storage cannot make is made as a task (REST) or streamed
@@ -180,7 +195,7 @@ export class VfsWriter {
       const args = this.vfs.args(ctx);
       const srcObj = await tree.objAt(src.mount, src.dpath, args);
       if (vs === vd) return this.vfs.entryOf(dst, srcObj); // a move onto itself (a copy was refused above)
-      const dstDir = await tree.objAt(dst.mount, parent(dst.dpath), args);
+      const dstDir = this.mountsBelow(parent(vd)) ? await tree.ensureDir(dst.mount, parent(dst.dpath), args) : await tree.objAt(dst.mount, parent(dst.dpath), args);
       if (!dstDir.isDir) throw new VfsError('NOT_A_DIR', undefined, { path: parent(vd) });
       if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
       const aside = await this.clearTarget(dst, srcObj, opts, args);
@@ -361,7 +376,7 @@ export class VfsWriter {
       requireCap(loc.mount.capabilities, 'canRemove');
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);
-      const obj = await tree.objAt(loc.mount, loc.dpath, args);
+      const obj = await this.realObj(loc, args, DELETE_ROOT_MESSAGE);
       const d = tree.driver(loc.mount);
       // onlyEmpty is the driver's to judge: only it sees what its listing skips (see RemoveArgs).
       await tree.call(() => d.remove!(obj, opts.onlyEmpty ? { ...args, onlyEmpty: true } : args));
@@ -395,7 +410,8 @@ export class VfsWriter {
         name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
         ...(opts.overwrite === false ? { noReplace: true } : {}),
       };
-      const made = opts.parents === false && d.checksPutTarget
+      // Into a virtual folder of mount points through existingDir, which makes it in the storage.
+      const made = opts.parents === false && d.checksPutTarget && !this.mountsBelow(parent(vpath))
         ? await this.putChecked(loc, d, body, putArgs, opts.onTarget)
         : await this.putLookedUp(loc, d, body, putArgs, opts, args);
       tree.changed(loc.mount, loc.dpath);
@@ -448,6 +464,8 @@ export class VfsWriter {
   /** The folder a put with `parents: false` goes into; missing or not a folder is NOT_A_DIR. */
   private async existingDir(loc: Located, args: { signal?: AbortSignal }): Promise<Obj> {
     const dir = await this.vfs.tree.tryObjAt(loc.mount, parent(loc.dpath), args);
+    // A virtual folder of mount points is listed as there on every protocol: the storage makes it on first use (as transfer's).
+    if (!dir && this.mountsBelow(parent(loc.vpath))) return this.vfs.tree.ensureDir(loc.mount, parent(loc.dpath), args);
     if (!dir?.isDir) throw this.noFolder(loc);
     return dir;
   }
