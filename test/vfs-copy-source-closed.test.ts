@@ -1,5 +1,5 @@
 /**
- * A copy under a new name inside one storage streams the source into the driver's put (vfs-write.ts
+ * A copy under a new name inside one storage streams the source into the driver's put (vfs-transfer.ts
  * copyAs). A put refused before it read anything left the source's read stream open: one file
  * descriptor held for good per refused copy.
  */

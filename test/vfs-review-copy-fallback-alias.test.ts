@@ -1,5 +1,5 @@
 /**
- * Review of the VFS copy/move paths (src/vfs/vfs-write.ts, set-aside.ts, the copy task and the
+ * Review of the VFS copy/move paths (src/vfs/vfs-transfer.ts, set-aside.ts, the copy task and the
  * WebDAV COPY fallbacks), each test proving one defect found by reading the code:
  * - a copy inside a storage whose driver cannot copy (FTP): REST answered 500 `not implement`
  *   where AList makes a copy task (alist-compat §10), and WebDAV COPY of a file (or folder) answered 405

@@ -1,7 +1,8 @@
 /**
  * One operation, three protocols, one VFS: edge cases run through REST, WebDAV and SFTP against one
  * server must end the same way (the VFS's rule), or at least never do on one protocol what the rule
- * refuses on the others. Each test here showed a protocol that disagreed (all fixed in vfs-write.ts):
+ * refuses on the others. Each test here showed a protocol that disagreed (all fixed in vfs-write.ts and
+ * vfs-transfer.ts, as they now are):
  * - WebDAV Overwrite:T onto a folder with a storage mounted below it (directly or through an Alias)
  *   removed the folder's files, then the transfer was refused as REST and SFTP refuse it
  *   (checkTransfer now refuses such a target first).

@@ -2,7 +2,8 @@
  * The VFS facade every protocol adapter calls (contract: ./types.ts). Each method joins the user
  * path to the principal's base path once, then enforces — here and nowhere else — hide rules,
  * path passwords, permission bits and driver capabilities, in that order. Write operations live in
- * ./vfs-write.ts; this file holds the read side and the shared entry checks.
+ * ./vfs-write.ts and ./vfs-transfer.ts (moves, copies); this file holds the read side and the
+ * shared entry checks.
  */
 import { finished, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -18,6 +19,7 @@ import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
 import type { DirFacts, Entry, Listing, MkdirOptions, PutOptions, ReadResult, RemoveOptions, StorageInfo, TransferOptions, VfsApi } from './types.js';
+import { VfsTransfer } from './vfs-transfer.js';
 import { VfsWriter } from './vfs-write.js';
 import { ChangeFeed, type VfsChange, type VfsChangeListener } from './events.js';
 
@@ -40,6 +42,7 @@ export class Vfs implements VfsApi {
   /** Change notifications (./events.ts); VfsWriter emits into it too. */
   readonly changes = new ChangeFeed();
   private readonly writer: VfsWriter;
+  private readonly transfers: VfsTransfer;
   /** Write calls under way, and who waits for there to be none (settled). */
   private writes = 0;
   private readonly idle = new Set<() => void>();
@@ -47,6 +50,7 @@ export class Vfs implements VfsApi {
   constructor(readonly deps: VfsDeps) {
     this.tree = new Tree(deps.cache);
     this.writer = new VfsWriter(this);
+    this.transfers = new VfsTransfer(this);
   }
 
   /**
@@ -338,15 +342,15 @@ export class Vfs implements VfsApi {
   }
 
   moveTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
-    return this.track(this.writer.transfer('move', ctx, src, dst, opts));
+    return this.track(this.transfers.transfer('move', ctx, src, dst, opts));
   }
 
   copyTo(ctx: AccessContext, src: string, dst: string, opts?: TransferOptions): Promise<Entry> {
-    return this.track(this.writer.transfer('copy', ctx, src, dst, opts));
+    return this.track(this.transfers.transfer('copy', ctx, src, dst, opts));
   }
 
   checkTransfer(kind: 'move' | 'copy', ctx: AccessContext, src: string, dst: string): Promise<void> {
-    return this.track(this.writer.checkTransfer(kind, ctx, src, dst));
+    return this.track(this.transfers.checkTransfer(kind, ctx, src, dst));
   }
 
   remove(ctx: AccessContext, path: string, opts?: RemoveOptions): Promise<void> {
