@@ -13,10 +13,11 @@ describe('planRange', () => {
     expect(plan('bytes=50-500')).toEqual({ kind: 'partial', start: 50, end: 99 });
     expect(plan('bytes=100-')).toEqual({ kind: 'unsatisfiable' });
     expect(plan('bytes=-0')).toEqual({ kind: 'unsatisfiable' });
+    expect(plan('bytes=9-5')).toEqual({ kind: 'unsatisfiable' }); // as Go's ServeContent (AList) and WebDAV
   });
 
   it('serves the whole file for what it cannot read: several ranges, other units, junk, an empty range', () => {
-    for (const r of ['bytes=0-1,5-6', 'items=0-9', 'bytes=a-b', 'bytes=-', 'bytes=9-5', `bytes=${' '.repeat(15_000)}x`, `bytes=-${' '.repeat(15_000)}x`]) {
+    for (const r of ['bytes=0-1,5-6', 'items=0-9', 'bytes=a-b', 'bytes=-', `bytes=${' '.repeat(15_000)}x`, `bytes=-${' '.repeat(15_000)}x`]) {
       expect(plan(r), r.slice(0, 20)).toEqual({ kind: 'full' });
     }
   });

@@ -3,7 +3,7 @@
  * as AList uses it: ETag `"<hex mtime seconds>-<hex size>"`, Last-Modified, If-Match /
  * If-Unmodified-Since → 412, If-None-Match / If-Modified-Since → 304, If-Range, Range → 206 or 416.
  * A multi-range request is answered with the whole file (200), which RFC 9110 allows; a malformed
- * Range header is ignored.
+ * Range header is ignored, one whose end is before its start is 416 (as Go's).
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { knownModTime, parseHttpDate } from '../http-date.js';
@@ -76,7 +76,9 @@ export function planRange(h: IncomingHttpHeaders, size: number, etag: string, mo
     return { kind: 'partial', start: Math.max(0, size - n), end: size - 1 };
   }
   const start = Number(a);
-  if (b !== '' && Number(b) < start) return { kind: 'full' };
+  // An end before the start is a range Go's parseRange calls invalid: ServeContent (AList) answers
+  // 416, as WebDAV here does (served whole, the same file answered 200 on /d and 416 on /dav).
+  if (b !== '' && Number(b) < start) return { kind: 'unsatisfiable' };
   if (start >= size) return { kind: 'unsatisfiable' };
   const end = b === '' ? size - 1 : Math.min(Number(b), size - 1);
   return { kind: 'partial', start, end };

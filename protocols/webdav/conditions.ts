@@ -98,9 +98,14 @@ export function blockingLocks(dav: Dav, targets: WriteTarget[], submitted: Reado
   // a shared lock does not block where the client holds another shared lock covering the same place
   // (the target, or the lock's own root when it lies below a deep target). Exclusive locks: unchanged.
   const sharesWithHeld = (vpath: string) => dav.locks.covering(vpath).some((m) => m.scope === 'shared' && held(m));
+  // A storage mounted inside a deep target stays when the target is deleted or moved (the VFS leaves
+  // it alone), locks included (follow-changes.ts): they blocked a DELETE (423) that REST makes.
+  const mounts = dav.deps.mountPaths?.() ?? [];
   for (const t of targets) {
     const v = vpathOf(dav, t.path);
-    const near = t.deep ? [...dav.locks.covering(v), ...dav.locks.within(v)] : dav.locks.covering(v);
+    const inner = mounts.filter((m) => m !== v && isWithin(v, m));
+    const outside = (l: LockInfo) => !inner.some((m) => isWithin(m, l.root));
+    const near = t.deep ? [...dav.locks.covering(v), ...dav.locks.within(v).filter(outside)] : dav.locks.covering(v);
     for (const l of near) if (!held(l) && !(l.scope === 'shared' && sharesWithHeld(isWithin(v, l.root) ? l.root : v))) out.push(l);
   }
   return out;

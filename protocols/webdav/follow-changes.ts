@@ -25,18 +25,23 @@ export function followTree(
   locks: LockManager,
   props: DeadProps,
   log: Logger,
+  mountPaths: () => readonly string[] = () => [],
 ): TreeFollower {
   let chain: Promise<void> = Promise.resolve();
   let pending = 0;
+  // A storage mounted below a folder that is deleted or moved stays where it is (the VFS leaves it
+  // alone), and so do the locks on its files: dropped, a lock holder's writes failed and anyone else
+  // could write the file it had locked (dead-props.ts keeps their properties alike).
+  const inner = (vpath: string, mounts: readonly string[]) => mounts.filter((m) => m !== vpath && isWithin(vpath, m));
   const apply = async (c: VfsChange): Promise<void> => {
     switch (c.kind) {
       case 'remove':
         await props.removeTree(c.vpath);
-        await locks.removeWithin(c.vpath);
+        await locks.removeWithin(c.vpath, inner(c.vpath, mountPaths()));
         return;
       case 'move':
         await props.moveTree(c.vpath, c.to);
-        await locks.removeWithin(c.vpath);
+        await locks.removeWithin(c.vpath, inner(c.vpath, mountPaths()));
         return;
       case 'copy':
         await props.copyTree(c.vpath, c.to);
@@ -47,9 +52,9 @@ export function followTree(
         // over another storage's folder): the files that were served there are not any more. Their
         // locks blocked the files served there now (423) and kept showing in lockdiscovery, and their
         // properties showed on those files of the same names. Storages mounted inside vpath keep theirs.
-        const inner = c.mounts.filter((m) => m !== c.vpath && isWithin(c.vpath, m));
-        await props.removeTreeExcept(c.vpath, inner);
-        await locks.removeWithin(c.vpath, inner);
+        const kept = inner(c.vpath, c.mounts);
+        await props.removeTreeExcept(c.vpath, kept);
+        await locks.removeWithin(c.vpath, kept);
         return;
       }
       default:

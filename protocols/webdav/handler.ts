@@ -86,7 +86,7 @@ function refuseOwnRequests(instanceId: string, inner: WebdavHandler): WebdavHand
 export function createDavHandler(deps: DavDeps): WebdavHandler {
   const locks = new LockManager(deps.kv);
   const props = new DeadProps(deps.kv, deps.mountPaths);
-  const follower = followTree(deps.onChange, locks, props, deps.log);
+  const follower = followTree(deps.onChange, locks, props, deps.log, deps.mountPaths);
   const inflight = new Set<Promise<void>>();
   const access = accessLogger(deps.log);
   const connections = new ConnectionCredentials();

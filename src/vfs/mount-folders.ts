@@ -12,12 +12,15 @@ export function mountsBelow(vfs: Vfs, vpath: string): boolean {
   return vfs.deps.mounts.hasMountsBelow(vpath);
 }
 
-/** The object to move, copy or remove; a virtual folder of mount points is refused (`message`) as where no storage is. */
-export async function realObj(vfs: Vfs, loc: Located, args: CallArgs, message: string): Promise<Obj> {
+/**
+ * The object to move, copy, remove or touch; a virtual folder of mount points is refused (`code`,
+ * `message`) as where no storage is.
+ */
+export async function realObj(vfs: Vfs, loc: Located, args: CallArgs, message: string, code: 'FORBIDDEN' | 'NOT_SUPPORTED' = 'FORBIDDEN'): Promise<Obj> {
   try {
     return await vfs.tree.objAt(loc.mount, loc.dpath, args);
   } catch (e) {
-    if (isVfsError(e, 'NOT_FOUND') && mountsBelow(vfs, loc.vpath)) throw new VfsError('FORBIDDEN', message, { path: loc.vpath });
+    if (isVfsError(e, 'NOT_FOUND') && mountsBelow(vfs, loc.vpath)) throw new VfsError(code, message, { path: loc.vpath });
     throw e;
   }
 }

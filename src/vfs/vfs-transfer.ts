@@ -122,8 +122,9 @@ export class VfsTransfer {
     if (taken) throw new VfsError('EXISTS', `file [${basename(vd)}] exists`, { path: vd });
     const src = await this.source(vs, this.vfs.args(ctx));
     try {
+      let dst: Located;
       try {
-        await this.sameMountTarget(src, vd, this.vfs.args(ctx));
+        dst = await this.sameMountTarget(src, vd, this.vfs.args(ctx));
       } catch (e) {
         if (!isVfsError(e, 'CROSS_MOUNT')) throw e;
         // Between storages a move is a copy and a removal (what adapters build from other calls): both
@@ -137,15 +138,24 @@ export class VfsTransfer {
       // member, a file streamed (read + put, as between storages). Only a move needs the driver's.
       if (kind === 'move') this.requireTransferCaps(kind, src, vs, vd);
       else if (!srcObj.isDir && !src.mount.capabilities.canCopy) requireCap(src.mount.capabilities, 'canPut');
-      // Those copies (a folder under a new name may be one) are puts and mkdirs, which need the write
-      // the driver's own copy does not: asked here, or the destination was removed, then the copy refused.
-      if (kind === 'copy' && (!src.mount.capabilities.canCopy || (srcObj.isDir && basename(vs) !== basename(vd)))) {
+      // Those copies are puts and mkdirs, which need the write the driver's own copy does not: asked
+      // here, or the destination was removed, then the copy refused. A folder under a new name is the
+      // driver's copy and rename (copyAs) unless its old name is taken in the target folder: asked
+      // always, an overwriting COPY was refused (READ_ONLY) where one to a new name was made.
+      if (kind === 'copy' && (!src.mount.capabilities.canCopy || (srcObj.isDir && (await this.copiedByMembers(src, dst, vs, vd, ctx))))) {
         await requireWrite(ctx, this.rules, parent(vd));
       }
       if (srcObj.isDir) await this.refuseExposure(ctx, src, srcObj, vd);
     } finally {
       this.vfs.release(src);
     }
+  }
+
+  /** A folder copy copyAs cannot make (a new name it cannot rename to), which adapters then make member by member. */
+  private async copiedByMembers(src: Located, dst: Located, vs: string, vd: string, ctx: AccessContext): Promise<boolean> {
+    if (basename(vs) === basename(vd)) return false;
+    if (!src.mount.capabilities.canRename) return true;
+    return !!(await this.vfs.tree.tryObjAt(src.mount, join(parent(dst.dpath), basename(vs)), this.vfs.args(ctx)));
   }
 
   /** moveTo / copyTo: see VfsApi. */

@@ -162,7 +162,9 @@ export class VfsWriter {
       requireCap(loc.mount.capabilities, 'canSetModified');
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);
-      const obj = await tree.objAt(loc.mount, loc.dpath, args);
+      // The virtual folder of mount points where the storage has no such folder has no time to set,
+      // as one no storage covers (above): NOT_FOUND answered NO_SUCH_FILE for a folder stat shows.
+      const obj = await realObj(this.vfs, loc, args, 'a virtual folder has no modification time to set', 'NOT_SUPPORTED');
       const d = tree.driver(loc.mount);
       await tree.call(() => d.setModified!(obj, modified, args));
       tree.changed(loc.mount, loc.dpath);
