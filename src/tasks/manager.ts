@@ -17,16 +17,16 @@
 import type { Logger } from 'pino';
 import type { Accounts } from '../auth/accounts.js';
 import { principalOf } from '../auth/accounts.js';
-import { ROLE } from '../auth/principal.js';
-import { publicMessage, VfsError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import type { TaskRecord, UserRecord } from '../store/types.js';
-import { errorText, isFatal, JS_FAULTS } from './failures.js';
+import { isFatal, shownError } from './failures.js';
 import { taskId } from './ids.js';
+import { initialStatus, toInfo } from './info.js';
 import { checkRoom, countUndone, forgettable, KEEP_FINISHED } from './retention.js';
 import { DONE_STATES, KIND_DEFAULTS, TASK_KINDS, TASK_STATE as S, type KindRunner, type TaskHandle, type TaskInfo, type TaskKind } from './types.js';
 
 export const INTERRUPTED = 'interrupted by a restart';
+export { toInfo }; // the routes' import
 
 export interface TaskManagerOptions {
   store: Store;
@@ -76,7 +76,8 @@ export class TaskManager {
    * without it and fails on a protected path, as a request without the password would.
    */
   private readonly passwords = new Map<string, string>();
-  private readonly timers = new Set<NodeJS.Timeout>();
+  /** The pending automatic retry of a task, by id (a cancel drops it: else a retry meanwhile queued the task twice). */
+  private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly writes = new Set<Promise<void>>();
   /** The start-up cleanups (cleanUp): a retry or removal waits for them, not to race them for a task's files. */
   private cleanups: Promise<void> = Promise.resolve();
@@ -231,7 +232,17 @@ export class TaskManager {
       return;
     }
     this.dequeue(rec);
-    writes.push(this.finish(rec, S.CANCELED, 'canceled'));
+    clearTimeout(this.timers.get(id));
+    this.timers.delete(id);
+    // No run to wait for its cleanup (finished): a retry or removal meanwhile waits for it as for a
+    // run's end (a retry's state was else overwritten by this "canceled", the task never ran).
+    let ended!: () => void;
+    const end: Live = { ac: new AbortController(), why: 'cancel', done: new Promise<void>((r) => (ended = r)) };
+    this.live.set(id, end);
+    writes.push(this.finish(rec, S.CANCELED, 'canceled').finally(() => {
+      if (this.live.get(id) === end) this.live.delete(id);
+      ended();
+    }));
   }
 
   /**
@@ -244,9 +255,12 @@ export class TaskManager {
     const tree = (r: TaskRecord | undefined): TaskRecord[] => (r ? [...this.childrenOf(r.id).flatMap(tree), r] : []);
     const all = tree(this.tasks.get(id));
     const again = (r: TaskRecord) => r.state === S.FAILED || r.state === S.CANCELED;
-    // A run still finishing (a download's cleanup; work still cancelling, once skipped: retry lost)
-    // ends first: two runs of one task at once overwrote each other's state, uncancellable.
-    await Promise.all(all.filter((r) => again(r) || r.state === S.CANCELING).map((r) => this.live.get(r.id)?.done));
+    // A run still finishing (a download's cleanup; work still cancelling or failing, once skipped:
+    // retry lost) ends first: two runs of one task at once overwrote each other's state, uncancellable.
+    const ending = (r: TaskRecord) => again(r) || r.state === S.CANCELING || r.state === S.FAILING;
+    // Only when there is one: a yield for nothing let a clear_done that came later delete the task first.
+    const runs = all.filter(ending).flatMap((r) => this.live.get(r.id)?.done ?? []);
+    if (runs.length) await Promise.all(runs);
     const writes: Promise<void>[] = [];
     for (const rec of all) {
       if (!again(rec)) continue;
@@ -265,17 +279,19 @@ export class TaskManager {
   /**
    * Forget several tasks. The store deletes are issued together, so the store coalesces them into
    * few writes (clear_done over thousands of tasks is one or two file writes, not one each).
+   * `still`: the test that picked them (e.g. finished), checked again once the waits are over: a
+   * task retried meanwhile was else cancelled and deleted.
    */
-  async removeMany(ids: Iterable<string>): Promise<void> {
+  async removeMany(ids: Iterable<string>, still?: (r: Readonly<TaskRecord>) => boolean): Promise<void> {
     await this.cleanups;
     const gone: string[] = [];
     for (const id of ids) {
       const rec = this.tasks.get(id);
-      if (!rec) continue;
+      if (!rec || (still && !still(rec))) continue;
       if (!DONE_STATES.has(rec.state)) await this.cancel(id);
       const live = this.live.get(id);
       if (live) await live.done;
-      if (this.tasks.get(id) !== rec) continue;
+      if (this.tasks.get(id) !== rec || (still && !still(rec))) continue;
       this.tasks.delete(id);
       this.unlink(rec);
       this.lastSaved.delete(id);
@@ -289,7 +305,7 @@ export class TaskManager {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
+    for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     const running = [...this.live.values()];
     for (const l of running) {
@@ -366,7 +382,7 @@ export class TaskManager {
       await this.finish(rec, S.SUCCEEDED, '');
     } catch (e) {
       if (live.why === 'shutdown') return; // left RUNNING in the store: resumed or failed at the next start
-      const message = live.why === 'cancel' ? 'canceled' : this.errorFor(rec, e);
+      const message = live.why === 'cancel' ? 'canceled' : shownError(rec, e, this.log);
       if (live.why === 'cancel') await this.finish(rec, S.CANCELED, message);
       else if (!isFatal(e) && rec.retry_count < (this.opts.maxRetry?.[rec.kind as TaskKind] ?? KIND_DEFAULTS[rec.kind as TaskKind]?.maxRetry ?? 0)) {
         rec.retry_count++;
@@ -374,10 +390,10 @@ export class TaskManager {
         rec.error = message;
         this.save(rec);
         const t = setTimeout(() => {
-          this.timers.delete(t);
+          this.timers.delete(rec.id);
           if (this.tasks.get(rec.id) === rec && rec.state === S.WAITING_RETRY) this.enqueue(rec);
         }, (this.opts.retryDelayMs ?? 1000) * rec.retry_count);
-        this.timers.add(t);
+        this.timers.set(rec.id, t);
       } else {
         rec.state = S.FAILING;
         rec.error = message;
@@ -388,19 +404,6 @@ export class TaskManager {
       this.live.delete(rec.id);
       settle();
     }
-  }
-
-  /**
-   * The error a task shows. Its creator reads it: a non-admin gets a backend failure's plain message
-   * (publicMessage: the detail names remote addresses and host paths) and "internal error" for a
-   * JS fault; the detail goes to the log for the admin.
-   */
-  private errorFor(rec: TaskRecord, e: unknown): string {
-    const text = errorText(e);
-    if (rec.creator_role === ROLE.ADMIN) return text;
-    const shown = e instanceof VfsError ? publicMessage(e) : JS_FAULTS.some((t) => e instanceof t) ? 'internal error' : text;
-    if (shown !== text) this.log.warn({ err: e, id: rec.id }, 'task failed');
-    return shown;
   }
 
   private async finish(rec: TaskRecord, state: number, error: string): Promise<void> {
@@ -430,7 +433,7 @@ export class TaskManager {
     if (++this.finishesSincePrune < Math.ceil(keep / 10)) return;
     this.finishesSincePrune = 0;
     const old = forgettable(this.tasks, (id) => this.childrenOf(id), keep);
-    if (old.length) this.removeMany(old).catch((err: unknown) => this.log.warn({ err }, 'forgetting old finished tasks failed'));
+    if (old.length) this.removeMany(old, (r) => DONE_STATES.has(r.state)).catch((err: unknown) => this.log.warn({ err }, 'forgetting old finished tasks failed'));
   }
 
   private handle(rec: TaskRecord, user: UserRecord, signal: AbortSignal): TaskHandle {
@@ -488,12 +491,3 @@ export class TaskManager {
     return q;
   }
 }
-
-export function toInfo(r: TaskRecord): TaskInfo {
-  return {
-    id: r.id, name: r.name, creator: r.creator, creator_role: r.creator_role, state: r.state, status: r.status,
-    progress: r.progress, start_time: r.start_time, end_time: r.end_time, total_bytes: r.total_bytes, error: r.error,
-  };
-}
-
-const initialStatus = (kind: string) => (kind === 'upload' ? 'uploading' : '');

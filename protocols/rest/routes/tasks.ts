@@ -83,7 +83,7 @@ const routes: RoutePlugin = async (app, { core }) => {
     };
     // Removed together: the store writes once for the lot, not once (with an fsync) per task.
     const clear = (pick: (r: TaskRecord) => boolean) => async (req: FastifyRequest) => {
-      await m.removeMany(mine(req, kind).filter(pick).map((r) => r.id));
+      await m.removeMany(mine(req, kind).filter(pick).map((r) => r.id), pick); // a task retried meanwhile stays
       return ok();
     };
     g.post(`${prefix}/clear_done`, clear((r) => DONE_STATES.has(r.state)));
