@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
 import { ok } from './fs-helpers.js';
 import { addLocalStorage, until } from './tasks-helpers.js';
-import type { Listing } from '../src/vfs/types.js';
+import { holdListing } from './search-helpers.js';
 
 let ts: TestServer;
 let admin: string;
@@ -22,26 +22,6 @@ async function names(keywords: string): Promise<string[]> {
 
 const built = () => until('the build', async () => ((await ts.api<{ is_done: boolean }>('/api/admin/index/progress', { token: admin })).data?.is_done ? true : undefined), 30_000, 50);
 
-/**
- * Hold the listings of `path` the build makes, after the storage answered them, until release():
- * what the test does meanwhile happens after the listing and before its rows are written.
- */
-function holdListing(path: string): { held: () => boolean; release: () => void; restore: () => void } {
-  const vfs = ts.running.core.vfs;
-  const list = vfs.list.bind(vfs);
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let held = false;
-  vfs.list = async (ctx, p, o): Promise<Listing> => {
-    const l = await list(ctx, p, o);
-    if (p === path && ctx.protocol === 'internal') {
-      held = true;
-      await gate;
-    }
-    return l;
-  };
-  return { held: () => held, release, restore: () => void ((vfs.list = list), release()) };
-}
 
 beforeAll(async () => {
   ts = await startTestServer();
@@ -54,7 +34,7 @@ it('a storage deleted while a build lists it leaves no rows behind', async () =>
   const root = await addLocalStorage(ts, admin, '/gone');
   await mkdirHost(join(root, 'sub'));
   await writeFile(join(root, 'sub', 'zz unmounted.txt'), 'x');
-  const h = holdListing('/gone/sub');
+  const h = holdListing(ts, '/gone/sub');
   try {
     ok(await ts.api('/api/admin/index/build', { token: admin, body: {} }));
     await until('the held listing', async () => (h.held() ? true : undefined), 15_000, 20);
@@ -88,7 +68,7 @@ it('a file removed on disk while a build lists its folder leaves no row behind',
       if (p === '/w/sub/zz vanished.txt') setImmediate(() => (looked = true));
     }
   };
-  const h = holdListing('/w/sub');
+  const h = holdListing(ts, '/w/sub');
   try {
     ok(await ts.api('/api/admin/index/build', { token: admin, body: {} }));
     await until('the held listing', async () => (h.held() ? true : undefined), 15_000, 20);

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from './harness.js';
 import { ok, putFile, startRestServer } from './fs-helpers.js';
 import { addLocalStorage, until } from './tasks-helpers.js';
-import type { Listing } from '../src/vfs/types.js';
+import { holdListing } from './search-helpers.js';
 
 interface Hit { parent: string; name: string; is_dir: boolean }
 interface SearchData { content: Hit[]; total: number }
@@ -197,30 +197,10 @@ it("a storage deleted from a nested path leaves no row of the folder that only l
   expect(got).toEqual([]);
 });
 
-/**
- * Hold the listings of `path` the build makes, after the storage answered them, until release():
- * what the test does meanwhile happens after the listing and before its rows are written.
- */
-function holdListing(path: string): { held: () => boolean; release: () => void; restore: () => void } {
-  const vfs = ts.running.core.vfs;
-  const list = vfs.list.bind(vfs);
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let held = false;
-  vfs.list = async (ctx, p, o): Promise<Listing> => {
-    const l = await list(ctx, p, o);
-    if (p === path && ctx.protocol === 'internal') {
-      held = true;
-      await gate;
-    }
-    return l;
-  };
-  return { held: () => held, release, restore: () => void ((vfs.list = list), release()) };
-}
 
 it("a storage mounted over a folder while a build lists that folder leaves none of the folder's rows", async () => {
   ok(await putFile(ts, admin, '/cover/sub/yy covered.txt', 'c'));
-  const h = holdListing('/cover/sub');
+  const h = holdListing(ts, '/cover/sub');
   try {
     ok(await ts.api('/api/admin/index/build', { token: admin, body: {} }));
     await until('the held listing', async () => (h.held() ? true : undefined), 15_000, 20);
