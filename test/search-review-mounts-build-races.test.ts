@@ -22,7 +22,6 @@ async function names(keywords: string): Promise<string[]> {
 
 const built = () => until('the build', async () => ((await ts.api<{ is_done: boolean }>('/api/admin/index/progress', { token: admin })).data?.is_done ? true : undefined), 30_000, 50);
 
-
 beforeAll(async () => {
   ts = await startTestServer();
   admin = await ts.login();

@@ -197,7 +197,6 @@ it("a storage deleted from a nested path leaves no row of the folder that only l
   expect(got).toEqual([]);
 });
 
-
 it("a storage mounted over a folder while a build lists that folder leaves none of the folder's rows", async () => {
   ok(await putFile(ts, admin, '/cover/sub/yy covered.txt', 'c'));
   const h = holdListing(ts, '/cover/sub');
