@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, startRestServer } from './fs-helpers.js';
 import { createStorage, startRemoteServers, type RemoteServers } from './remote-servers.js';
-import { addLocalStorage, settle, tasksOf, until } from './tasks-helpers.js';
-import type { TaskInfo } from '../src/tasks/types.js';
+import { addLocalStorage, boundedCopy } from './tasks-helpers.js';
 
 /** The client methods that ask a server for a real path: SFTP REALPATH, FTP PWD. */
 const require = createRequire(import.meta.url);
@@ -74,21 +73,7 @@ async function loopyTree(top: string): Promise<void> {
 const fsList = (path: string) => ts.api<{ content: Array<{ name: string; is_dir: boolean }> | null }>('/api/fs/list', { token: admin, body: { path, refresh: true } });
 
 /** Copy `mount`/`name` to /b as a task; the number of tasks it made (stopped if it runs away). */
-async function copyTasks(mount: string, name: string): Promise<number> {
-  await settle(ts, admin, 'copy');
-  ok(await ts.api('/api/task/copy/clear_done', { token: admin, body: {} }));
-  const r = await ts.api<{ tasks: TaskInfo[] }>('/api/fs/copy', { token: admin, body: { src_dir: mount, dst_dir: '/b', names: [name] } });
-  ok(r);
-  const root = r.data!.tasks[0]!.id;
-  const total = await until('the copy settled or running away', async () => {
-    const n = (await tasksOf(ts, admin, 'copy', 'undone')).length;
-    const all = n + (await tasksOf(ts, admin, 'copy', 'done')).length;
-    return n === 0 || all > 100 ? all : undefined;
-  }, 60_000, 50);
-  if (total > 100) ok(await ts.api(`/api/task/copy/cancel?tid=${root}`, { token: admin, body: {} }));
-  await settle(ts, admin, 'copy', 120_000);
-  return total;
-}
+const copyTasks = (mount: string, name: string) => boundedCopy(ts, admin, mount, '/b', name);
 
 const EXPECTED = ['f.txt', 'sub', 'x', 'x/l1', 'x/l1/y.txt', 'x/l2', 'x/l2/y.txt', 'x/x.txt', 'y', 'y/l1', 'y/l1/x.txt', 'y/l2', 'y/l2/x.txt', 'y/y.txt'];
 

@@ -59,6 +59,27 @@ export async function settle(ts: Api, token: string, kind: string, timeoutMs = 6
 }
 
 /**
+ * Copy `srcDir`/`name` to `dstDir` as a copy task and wait until it settles, or stop it once it has
+ * clearly run away (more than 100 tasks: links that loop followed at every level), so a test of a
+ * runaway copy is bounded either way. Returns the number of copy tasks it made.
+ */
+export async function boundedCopy(ts: Api, admin: string, srcDir: string, dstDir: string, name: string, timeoutMs = 60_000): Promise<number> {
+  await settle(ts, admin, 'copy');
+  expect((await ts.api('/api/task/copy/clear_done', { token: admin, body: {} })).code).toBe(200);
+  const r = await ts.api<{ tasks: TaskInfo[] }>('/api/fs/copy', { token: admin, body: { src_dir: srcDir, dst_dir: dstDir, names: [name] } });
+  expect(r.code, r.message).toBe(200);
+  const root = r.data!.tasks[0]!.id;
+  const total = await until('the copy settled or running away', async () => {
+    const n = (await tasksOf(ts, admin, 'copy', 'undone')).length;
+    const all = n + (await tasksOf(ts, admin, 'copy', 'done')).length;
+    return n === 0 || all > 100 ? all : undefined;
+  }, timeoutMs, 50);
+  if (total > 100) expect((await ts.api(`/api/task/copy/cancel?tid=${root}`, { token: admin, body: {} })).code).toBe(200);
+  await settle(ts, admin, 'copy', 120_000);
+  return total;
+}
+
+/**
  * Hold every VFS put of `path` until release(): an As-Task upload of it then keeps its worker busy
  * (with upload_task_threads_num 1, later uploads wait in the queue). restore() puts vfs.put back.
  */
