@@ -6,6 +6,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { until } from './tasks-helpers.js';
 
 export interface FileServer {
@@ -109,6 +110,20 @@ export async function startQbittorrent(): Promise<Qbittorrent> {
     stop: async () => {
       qbit.kill('SIGKILL');
       await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** qBittorrent's WebUI API, logged in as its admin (what a user does in qBittorrent's own UI). */
+export async function qbApi(port: number) {
+  const base = `http://127.0.0.1:${port}/api/v2`;
+  const login = await fetch(`${base}/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
+  const cookie = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+  return {
+    get: async <T>(path: string) => (await (await fetch(base + path, { headers: { cookie } })).json()) as T,
+    post: async (path: string, body: Record<string, string>) => {
+      const res = await fetch(base + path, { method: 'POST', headers: { cookie }, body: new URLSearchParams(body) });
+      expect(res.status, await res.text()).toBe(200);
     },
   };
 }

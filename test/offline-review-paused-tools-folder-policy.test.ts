@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { ok, startRestServer } from './fs-helpers.js';
 import { settle, until } from './tasks-helpers.js';
-import { freePort, startFileServer, startQbittorrent, webSeedTorrent, type Qbittorrent } from './offline-helpers.js';
+import { freePort, qbApi, startFileServer, startQbittorrent, webSeedTorrent, type Qbittorrent } from './offline-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
 let ts: TestServer;
@@ -190,16 +190,3 @@ describe('qBittorrent', () => {
     }
   }, 90_000);
 });
-
-async function qbApi(port: number) {
-  const base = `http://127.0.0.1:${port}/api/v2`;
-  const login = await fetch(`${base}/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
-  const cookie = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
-  return {
-    get: async <T>(path: string) => (await (await fetch(base + path, { headers: { cookie } })).json()) as T,
-    post: async (path: string, body: Record<string, string>) => {
-      const res = await fetch(base + path, { method: 'POST', headers: { cookie }, body: new URLSearchParams(body) });
-      expect(res.status, await res.text()).toBe(200);
-    },
-  };
-}

@@ -12,7 +12,7 @@ import { afterAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { ok, putFile } from './fs-helpers.js';
 import { apiAt, settle, startChildServer, tasksOf, until, type ChildRun } from './tasks-helpers.js';
-import { freePort, startFileServer, startQbittorrent, webSeedTorrent } from './offline-helpers.js';
+import { freePort, qbApi, startFileServer, startQbittorrent, webSeedTorrent } from './offline-helpers.js';
 import { TASKS_FILE } from '../src/store/json-store.js';
 import { TaskJournal } from '../src/store/task-journal.js';
 import type { TaskRecord } from '../src/store/types.js';
@@ -189,19 +189,6 @@ it('a transfer being cancelled when the server stops: the restart applies delete
   await until('the temp file removed', async () => ((await readFile(temp).then(() => 'still there', (e: NodeJS.ErrnoException) => e.code)) === 'ENOENT' ? true : undefined));
 }, 60_000);
 
-/** qBittorrent's WebUI API, logged in as its admin (what a user does in qBittorrent's own UI). */
-async function qbApi(port: number) {
-  const base = `http://127.0.0.1:${port}/api/v2`;
-  const login = await fetch(`${base}/auth/login`, { method: 'POST', body: new URLSearchParams({ username: 'admin', password: 'adminadmin' }) });
-  const cookie = /SID=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
-  return {
-    get: async <T>(path: string) => (await (await fetch(base + path, { headers: { cookie } })).json()) as T,
-    post: async (path: string, body: Record<string, string>) => {
-      const res = await fetch(base + path, { method: 'POST', headers: { cookie }, body: new URLSearchParams(body) });
-      expect(res.status, await res.text()).toBe(200);
-    },
-  };
-}
 
 /**
  * A web seed for `name` (BEP 19) serving `data`; while `hold` says so, a request gets only the
