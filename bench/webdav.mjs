@@ -182,6 +182,9 @@ http {
   // slow spell of this shared machine hits all servers alike; each case's ratio is computed per
   // round and the median round is reported (the spread shows how noisy the run was).
   const rounds = servers.map(() => []);
+  const hwmKiB = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1] ?? 0);
+  const mib = (kb) => (kb ? (Number(kb) / 1024).toFixed(0) : '?');
+  const hwmRises = [];
   for (const s of servers) {
     curlTime([s.base + 'big.bin']); // warm the page cache
     // Warm the small-PUT path too: a JIT-compiled server (treegate, the floor) runs its first few
@@ -189,22 +192,35 @@ http {
     // is in (it made treegate's first round 3x slower than its others).
     await smallPuts(s.base, 300, `${s.name}-warm`);
   }
+  let lastHwm = hwmKiB();
+  hwmRises.push(`start-up and warm-up ${mib(lastHwm)}`);
   for (let round = 0; round < ROUNDS; round++) {
     for (let k = 0; k < servers.length; k++) {
       const i = (k + round) % servers.length;
       const s = servers[i];
       const r = {};
+      // Which case raised treegate's peak RSS (VmHWM), and by how much: a peak is a phase's doing.
+      const mark = (c) => {
+        if (i !== 0) return;
+        const now = hwmKiB();
+        if (now > lastHwm) hwmRises.push(`round ${round + 1} ${c} ${mib(lastHwm)}->${mib(now)}`);
+        lastHwm = now;
+      };
       // Each case starts with no dirty pages left by the one before (writeback of a 1 GiB upload
       // slows every file system call for seconds, and would fall on whichever server runs next).
       execFileSync('sync');
       r.get = Math.min(curlTime([s.base + 'big.bin']), curlTime([s.base + 'big.bin']));
+      mark('GET');
       r.put = curlTime(['-T', big, `${s.base}up-${s.name}.bin`]);
+      mark('PUT');
       execFileSync('sync');
       const pf = ['-X', 'PROPFIND', '-H', 'Depth: 1', s.base + 'many/'];
       curlTime(pf);
       r.propfind = Math.min(curlTime(pf), curlTime(pf), curlTime(pf));
+      mark('PROPFIND');
       execFileSync('sync');
       r.puts = await smallPuts(s.base, PUTS, `${s.name}-r${round}`);
+      mark('small PUTs');
       rounds[i].push(r);
       console.log(`round ${round + 1} ${s.name.padEnd(10)} GET ${(SIZE_MIB / r.get).toFixed(0)} MiB/s  PUT ${(SIZE_MIB / r.put).toFixed(0)} MiB/s  PROPFIND(${ENTRIES}) ${r.propfind.toFixed(3)} s  ${PUTS} PUTs ${(PUTS / r.puts).toFixed(0)}/s`);
     }
@@ -216,19 +232,19 @@ http {
     return `${median(rs).toFixed(2)}x (${Math.min(...rs).toFixed(2)}-${Math.max(...rs).toFixed(2)})`;
   };
   const t = rounds[0];
-  const rss = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1];
+  const rss = hwmKiB();
   const rssNow = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1];
   // "Back under 150 MB after": read again once the server has been idle a moment (it trims malloc
   // 2 s after a big transfer: src/mem-trim.ts).
   await sleep(3000);
   const rssIdle = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${tg.pid}/status`, 'utf8'))?.[1];
-  const mib = (kb) => (kb ? (Number(kb) / 1024).toFixed(0) : '?');
   console.log(`\ntreegate vs nginx, median of ${ROUNDS} interleaved rounds (range) (higher is better; targets GET >= 0.6, PUT >= 0.8, small PUTs >= 0.5):`);
   console.log(`  GET ${ratio(0, 1, 'get')}   PUT ${ratio(0, 1, 'put')}   PROPFIND ${ratio(0, 1, 'propfind')}   small PUTs ${ratio(0, 1, 'puts')}`);
   console.log(`treegate vs rclone: GET ${ratio(0, 2, 'get')}   PUT ${ratio(0, 2, 'put')}   PROPFIND ${ratio(0, 2, 'propfind')}   small PUTs ${ratio(0, 2, 'puts')}`);
   console.log(`treegate vs node-floor (a bare node:http server doing only the same file work): GET ${ratio(0, 3, 'get')}   PUT ${ratio(0, 3, 'put')}   small PUTs ${ratio(0, 3, 'puts')}`);
   console.log(`node-floor vs nginx (what Node itself reaches): GET ${ratio(3, 1, 'get')}   PUT ${ratio(3, 1, 'put')}   small PUTs ${ratio(3, 1, 'puts')}`);
   console.log(`treegate PROPFIND of ${ENTRIES} entries: median ${median(t.map((r) => r.propfind)).toFixed(3)} s (target < 0.15 s); peak RSS ${mib(rss)} MiB (target < 200 MB), ${mib(rssNow)} MiB right after the last request, ${mib(rssIdle)} MiB after 3 s idle (target < 150 MB)`);
+  console.log(`treegate peak RSS by phase (MiB): ${hwmRises.join(', ')}`);
 } finally {
   for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
   await sleep(500);
