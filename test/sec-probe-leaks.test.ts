@@ -186,7 +186,9 @@ describe('download tools and secrets', () => {
     const closed = await freePort(); // nothing listens there
     const set = await ts.api('/api/admin/setting/set_aria2', { token: admin, body: { uri: `http://rpc:RPC-URI-PASS@127.0.0.1:${closed}/jsonrpc`, secret: 'ARIA2-RPC-SECRET' } });
     expect(set).toMatchObject({ code: 500, message: expect.stringMatching(/^failed get aria2 version: fetch failed: .*ECONNREFUSED/) });
-    ok(await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://qb:QBIT-URL-PASS@127.0.0.1:${closed}/`, seedtime: '0' } }));
+    const qb = await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://qb:QBIT-URL-PASS@127.0.0.1:${closed}/`, seedtime: '0' } });
+    expect(qb).toMatchObject({ code: 500, message: expect.stringMatching(/^fetch failed: .*ECONNREFUSED/) });
+    expect(qb.message).not.toContain('QBIT-URL-PASS');
     for (const tool of ['aria2', 'qBittorrent']) {
       const r = await ts.api('/api/fs/add_offline_download', { token: user, body: { urls: ['http://127.0.0.1:1/b.bin'], path: '/dl', tool, delete_policy: 'delete_always' } });
       expectCode(r, 500, `failed init tool ${tool}`);

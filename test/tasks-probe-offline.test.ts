@@ -60,7 +60,7 @@ it('the target storage deleted during the download: the transfer fails and nothi
 
 it('a qBittorrent that cannot be reached: the error says why, as aria2\'s does (was only "fetch failed")', async () => {
   const port = await freePort();
-  ok(await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://admin:x@127.0.0.1:${port}/`, seedtime: '0' } }));
+  expect(await ts.api('/api/admin/setting/set_qbit', { token: admin, body: { url: `http://admin:x@127.0.0.1:${port}/`, seedtime: '0' } })).toMatchObject({ code: 500 });
   const r = await ts.api('/api/fs/add_offline_download', { token: admin, body: { urls: ['http://example.com/x'], path: '/dl', tool: 'qBittorrent' } });
   expect(r).toEqual({ code: 500, message: `failed init tool qBittorrent: fetch failed: connect ECONNREFUSED 127.0.0.1:${port}`, data: null });
 });

@@ -48,7 +48,8 @@ const routes: RoutePlugin = async (app, { core }) => {
       await offline.setQbit(url, str(f, 'seedtime') || '0');
     } catch (e) {
       if (isVfsError(e, 'INVALID')) throw new ApiError(400, e.message);
-      throw e;
+      // saved, but qBittorrent refused or could not be reached: AList answers the reason with 500
+      throw new ApiError(500, (e as Error).message);
     }
     return ok('ok');
   });

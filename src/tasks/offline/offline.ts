@@ -104,10 +104,13 @@ export class Offline {
     return this.tool('aria2')!.init();
   }
 
-  /** set_qbit: save and try to log in (AList answers "ok" either way). */
+  /**
+   * set_qbit: save, then log in. A failed login rejects (AList's SetQbittorrent answers Init's error
+   * with code 500): swallowed, the settings page said "ok" to a wrong address or password.
+   */
   async setQbit(url: string, seedtime: string): Promise<void> {
     await this.settings.save({ qbittorrent_url: url, qbittorrent_seedtime: seedtime });
-    await this.tool('qBittorrent')!.init().catch(() => undefined);
+    await this.tool('qBittorrent')!.init();
   }
 
   /** POST /api/fs/add_offline_download. Errors are VfsErrors or Errors carrying AList's message. */
