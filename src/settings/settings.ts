@@ -184,13 +184,28 @@ export function validateSetting(k: string, v: unknown, d: SettingDef | undefined
   }
   if (d.check === 'regex_lines') {
     for (const line of v.split('\n').map((l) => l.trim()).filter(Boolean)) {
-      try {
-        new RegExp(line);
-      } catch {
-        throw bad(`invalid regular expression: ${line}`);
-      }
+      if (!regexCompiles(line)) throw bad(`invalid regular expression: ${line}`);
     }
   }
+}
+
+/**
+ * A privacy_regs line, as JavaScript or in Go's syntax as AList writes it. AList's own default ends
+ * in `(?U)access_token=(.*)&`, which JavaScript refuses: an AList backup restored through the web
+ * front end (one save of every setting, all or nothing) was refused whole, no setting restored.
+ * Go's flag groups and `(?P<name>` are rewritten to JavaScript before a second try.
+ */
+function regexCompiles(line: string): boolean {
+  const fromGo = line.replace(/\(\?[imsU-]+\)/g, '').replace(/\(\?[imsU-]+:/g, '(?:').replace(/\(\?P</g, '(?<');
+  for (const source of [line, fromGo]) {
+    try {
+      new RegExp(source);
+      return true;
+    } catch {
+      // try the next form
+    }
+  }
+  return false;
 }
 
 /**
