@@ -16,7 +16,7 @@
  *   back, a handler still checking permissions or waiting for `100 Continue`), or a request that is
  *   complete and whose answer is being worked on or sent (a long COPY, a paused download).
  */
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 
 /** The request whose answer is under way on each connection (set by `trackRequest`). */

@@ -17,12 +17,11 @@ import { CLI, cliEnv } from './clients/process.js';
 import { smallDisk, type SmallDisk } from './small-disk.js';
 
 let sd: SmallDisk | undefined;
-let work: string;
 let disk: string;
 
 beforeAll(async () => {
   sd = await smallDisk('256k', 'treegate-ops-full-');
-  ({ work, disk } = sd);
+  ({ disk } = sd);
 });
 
 afterEach(async () => {

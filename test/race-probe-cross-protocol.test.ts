@@ -76,10 +76,6 @@ const davPut = (path: string, body: Buffer) => http('PUT', '/dav' + path, body, 
 const davGet = (path: string) => http('GET', '/dav' + path, undefined, { authorization: BASIC });
 const restPut = (path: string, body: Buffer) =>
   http('PUT', '/api/fs/put', body, { authorization: admin, 'file-path': encodeURIComponent(path), 'content-type': 'application/octet-stream' });
-async function restGet(path: string) {
-  const r = await s.api<{ sign: string }>('/api/fs/get', { token: admin, body: { path } });
-  return http('GET', '/d' + path + (r.data?.sign ? '?sign=' + encodeURIComponent(r.data.sign) : ''));
-}
 
 async function sftpPut(sftp: Sftp, path: string, body: Buffer, chunk = 32 << 10): Promise<void> {
   const h = await p<Buffer>((cb) => sftp.open(path, 'w', cb));

@@ -5,7 +5,7 @@
  * existing file, big folders through OpenSSH and rclone, a user with a base path, and a client that
  * sends READs without reading the replies.
  */
-import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';

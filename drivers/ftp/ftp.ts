@@ -99,7 +99,7 @@ export class FtpDriver implements Driver {
   private readonly root: string;
   private readonly encoding: BufferEncoding;
 
-  constructor(private readonly opts: FtpOptions, private readonly ctx: DriverContext) {
+  constructor(opts: FtpOptions, private readonly ctx: DriverContext) {
     const { host, port } = parseAddress(opts.address);
     this.encoding = nodeEncoding(opts.encoding);
     this.session = new FtpSession({ host, port, user: opts.username, password: opts.password, encoding: this.encoding }, ctx.log);

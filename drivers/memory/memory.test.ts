@@ -15,7 +15,7 @@ describe('Memory folder mtimes', () => {
     await d.init(new AbortController().signal);
     const root = await d.get('/');
     const a = await d.mkdir(root, 'a', {});
-    const b = await d.mkdir(root, 'b', {});
+    await d.mkdir(root, 'b', {});
     await d.put(a, Readable.from([Buffer.from('x')]), { name: 'f' });
     for (const p of ['/a', '/b']) await d.setModified(await d.get(p), OLD);
     const mtime = async (p: string) => (await d.get(p)).modified.getTime();
