@@ -15,10 +15,11 @@
  * - `mounted`: a storage now serves `vpath` (created, or moved there): whatever another storage's
  *   folder held at `vpath` is no longer served below it, except under the other mount paths `mounts`.
  *   The new storage's entries are not announced (nothing has listed them yet).
- * - `remounted`: the storage at `vpath` was edited in place (its options changed): it may serve
- *   other entries there now (another root folder, bucket or alias target), or the same ones. Mounts
- *   inside are `mounts`, as above. Not announced as `mounted`: that drops what is kept for the
- *   entries served there (WebDAV's dead properties), lost to a change of an unrelated option.
+ * - `remounted`: the storage at `vpath` was edited in place (its options or disable_index changed):
+ *   it may serve other entries there now (another root folder, bucket or alias target), or the same
+ *   ones (or its entries are no longer indexed). Mounts inside are `mounts`, as above. Not
+ *   announced as `mounted`: that drops what is kept for the entries served there (WebDAV's dead
+ *   properties), lost to a change of an unrelated option.
  *
  * Listeners run synchronously inside the VFS call and must be cheap and must not throw (a throwing
  * listener is isolated so that it can never fail the operation that emitted the event).

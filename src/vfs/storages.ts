@@ -153,9 +153,11 @@ export class StorageService {
     if (saved.mount_path !== old.mount_path) {
       this.unmounted(old.mount_path);
       this.mounted(saved.mount_path);
-    } else if (saved.addition !== old.addition) {
+    } else if (saved.addition !== old.addition || saved.disable_index !== old.disable_index) {
       // The same place may show other content now (another root folder, bucket or alias target):
       // what mirrors hold below it may be the old storage's (search found files no longer there).
+      // disable_index turned on must take the storage's rows out too (search kept finding its
+      // files until a rebuild); turned off, the index lists it again.
       this.changes?.emit({ kind: 'remounted', vpath: saved.mount_path, mounts: this.mounts.all().map((m) => m.record.mount_path) });
     }
     return change;
@@ -186,7 +188,10 @@ export class StorageService {
     return this.serial(id, async () => {
       const r = await this.get(id);
       if (!r.disabled) throw new VfsError('INVALID', 'this storage have enabled');
-      return this.activate(await this.store.storages.update(id, { disabled: false }));
+      const change = await this.activate(await this.store.storages.update(id, { disabled: false }));
+      // AList's EnableStorage wraps LoadStorage's error: `failed load storage: failed init storage: <err>`.
+      if (change.error) change.error = new VfsError('STORAGE_UNAVAILABLE', `failed load storage: ${change.error.message}`);
+      return change;
     });
   }
 
