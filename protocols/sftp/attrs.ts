@@ -31,11 +31,16 @@ export function attrsOf(e: Pick<Entry, 'isDir' | 'size' | 'modified'>): Attribut
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 const SIX_MONTHS_MS = 182 * 24 * 3600 * 1000;
 
-/** `ls -l` date column: "Mon dd HH:MM" within six months, else "Mon dd  yyyy" (what FileZilla parses). */
+/**
+ * `ls -l` date column: "Mon dd HH:MM" within the last six months, else "Mon dd  yyyy" (what FileZilla
+ * parses). A future date shows its year, as OpenSSH's ls_file does: clients take a yearless date as
+ * the latest past one, so a file dated next month showed as eleven months old.
+ */
 function lsDate(d: Date, now: number): string {
   const mon = MONTHS[d.getUTCMonth()];
   const day = String(d.getUTCDate()).padStart(2, ' ');
-  if (Math.abs(now - d.getTime()) < SIX_MONTHS_MS) {
+  const age = now - d.getTime();
+  if (age >= 0 && age < SIX_MONTHS_MS) {
     const hh = String(d.getUTCHours()).padStart(2, '0');
     const mm = String(d.getUTCMinutes()).padStart(2, '0');
     return `${mon} ${day} ${hh}:${mm}`;

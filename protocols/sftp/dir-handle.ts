@@ -6,9 +6,16 @@
 import type { FileEntry } from 'ssh2';
 import type { Entry } from '../../src/vfs/types.js';
 import { fileEntryOf } from './attrs.js';
+import { MAX_RW } from './openssh-ext.js';
 
 const BATCH_ENTRIES = 512;
 const BATCH_BYTES = 128 * 1024;
+/**
+ * No NAME reply may pass the clients' packet limit (256 KiB): OpenSSH's sftp drops the session on
+ * one ("Received message too long"), so a folder holding a name of ~128 KiB (a Memory storage has no
+ * name limit) could never be listed. A name that cannot fit a reply even alone is left out.
+ */
+const REPLY_BYTES = MAX_RW;
 
 export class DirHandle {
   readonly kind = 'dir' as const;
@@ -27,10 +34,14 @@ export class DirHandle {
     const batch: FileEntry[] = [];
     let bytes = 0;
     while (this.pos < this.entries.length && batch.length < BATCH_ENTRIES && bytes < BATCH_BYTES) {
-      const fe = fileEntryOf(this.entries[this.pos++]!, owner, now);
-      bytes += 64 + Buffer.byteLength(fe.filename) + Buffer.byteLength(fe.longname);
+      const fe = fileEntryOf(this.entries[this.pos]!, owner, now);
+      const size = 64 + Buffer.byteLength(fe.filename) + Buffer.byteLength(fe.longname);
+      if (bytes + size > REPLY_BYTES && batch.length) break; // it starts the next batch
+      this.pos++;
+      if (size > REPLY_BYTES) continue;
+      bytes += size;
       batch.push(fe);
     }
-    return batch;
+    return batch.length ? batch : this.next(owner, now);
   }
 }

@@ -163,13 +163,14 @@ export class HandleTable {
     clearTimeout(timer);
   }
 
-  /** CLOSE: the handle is gone at once; an upload's CLOSE returns once the file landed. */
+  /** CLOSE: the handle is gone at once; a reader's CLOSE returns once the READs before it are answered, an upload's once the file landed. */
   async close(id: Buffer): Promise<void> {
     const hd = this.get(id);
     this.handles.delete(id.toString('hex'));
+    // A reader stays the user's (MAX_HANDLES_PER_USER) until the READs sent before this CLOSE are answered.
+    if (hd.kind === 'read') await hd.closeAfterReads();
     this.charge(-1);
-    if (hd.kind === 'read') hd.close();
-    else if (hd.kind === 'dir') this.charge(-hd.size, this.d.userDirEntries);
+    if (hd.kind === 'dir') this.charge(-hd.size, this.d.userDirEntries);
     else if (hd.kind === 'write') {
       const landing = hd.close();
       this.uploadsClosing.set(landing, hd);

@@ -32,6 +32,10 @@ export class ReadHandle {
   private readonly out = new Map<ArrayBufferLike, Buffer>();
   private busy = false;
   private closed = false;
+  /** READs the session took for this handle and has not answered yet (see closeAfterReads). */
+  private reading = 0;
+  private closing = false;
+  private onClosed?: () => void;
   /** Where the last read ended (the offset a sequential client asks for next). */
   private pos = -1;
 
@@ -94,7 +98,10 @@ export class ReadHandle {
           req.resolve(null);
           continue;
         }
-        const buf = this.free.pop() ?? Buffer.allocUnsafeSlow(MAX_RW);
+        // Sized to the request, not MAX_RW: a client reading a few bytes from each of its many
+        // handles (a thumbnailer, sshfs) held 255 KiB per handle until CLOSE, 255 MiB per user.
+        const spare = this.free.pop();
+        const buf = spare && spare.length >= req.length ? spare : Buffer.allocUnsafeSlow(req.length);
         try {
           const n = await this.reader.read(buf, req.length, req.offset);
           this.pos = req.offset + n;
@@ -115,12 +122,35 @@ export class ReadHandle {
     }
   }
 
+  /**
+   * A READ arrived for this handle (call it before the READ waits for anything); the returned
+   * function says it was answered. A CLOSE sent after the READ then lets it finish first.
+   */
+  begin(): () => void {
+    this.reading++;
+    return () => void (--this.reading === 0 && this.closing && this.close());
+  }
+
+  /**
+   * CLOSE: the reader goes once the READs sent before the CLOSE are answered; resolves then.
+   * Closing at once answered EOF to READs pipelined in front of the CLOSE (still waiting in the
+   * reply gate or the queue), so a client saw a file cut short; OpenSSH's server answers them with
+   * their bytes.
+   */
+  closeAfterReads(): Promise<void> {
+    this.closing = true;
+    if (this.reading === 0) this.close();
+    return this.closed ? Promise.resolve() : new Promise((resolve) => (this.onClosed = resolve));
+  }
+
   /** Release the reader; queued READs get EOF (the client has closed or vanished). */
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     this.free.length = 0;
     this.out.clear();
     for (const q of this.queue.splice(0)) q.resolve(null);
     void this.reader.close().catch(() => undefined);
+    this.onClosed?.();
   }
 }

@@ -157,7 +157,9 @@ export class SftpSession {
       this.run(id, async () => {
         const r = this.handles.get(h);
         if (r.kind === 'dir') throw new VfsError('NOT_SUPPORTED', 'handle not open for reading');
-        const done = await this.replies.room(Math.min(length, MAX_RW));
+        // Before any await: a CLOSE pipelined behind this READ waits for it (read-handle.ts).
+        const answered = r.kind === 'read' ? r.begin() : undefined;
+        const done = await this.replies.room(Math.min(length, MAX_RW)); // never throws
         try {
           if (r.kind === 'write') {
             // READ|WRITE opens (sshfs for an app's O_RDWR) read back what the handle holds.
@@ -172,6 +174,7 @@ export class SftpSession {
           r.release(data);
         } finally {
           done();
+          answered?.();
         }
       }),
     );
