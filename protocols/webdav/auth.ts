@@ -33,7 +33,8 @@ export function parseBasic(header: string | undefined): { username: string; pass
  * compared with the next request's on the same connection (which carries it anyway) and goes with
  * the connection. The answer still comes from Accounts' cache, so expiry, a password change, a
  * disabled or deleted user end it as before. (A proxy's connection carrying several clients is
- * fine: another client's header differs and takes the full path; an equal one is the same key.)
+ * fine: another client's header differs and takes the full path; an equal one is the same key,
+ * still refused to a client whose address is locked out for guessing: see Accounts.cachedLogin.)
  */
 export class ConnectionCredentials {
   private readonly known = new WeakMap<Socket, { header: string; key: string }>();
@@ -52,7 +53,7 @@ export class ConnectionCredentials {
 /** The request's principal; synchronous when the credential is in Accounts' cache (most requests). */
 export function authenticate(deps: DavDeps, req: IncomingMessage, ip: string, connections: ConnectionCredentials): Principal | Promise<Principal> {
   const knownKey = connections.get(req);
-  const known = knownKey === undefined ? undefined : deps.accounts.cachedLogin(knownKey);
+  const known = knownKey === undefined ? undefined : deps.accounts.cachedLogin(knownKey, ip);
   if (known) return known.principal;
   const bearer = /^bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
   if (bearer !== undefined) return adminByApiToken(deps, bearer);

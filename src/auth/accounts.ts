@@ -207,10 +207,14 @@ export class Accounts {
     return sha256(this.cacheKey + JSON.stringify([protocol, username, password]));
   }
 
-  /** The login a credential gave (by its credentialKey) while that answer stands; undefined otherwise. */
-  cachedLogin(key: string): LoginSuccess | undefined {
+  /**
+   * The login a credential gave (by its credentialKey) while that answer stands and `ip` is not
+   * locked out (as authenticateCached: a proxy's pooled connection carries other clients' requests
+   * too); undefined otherwise.
+   */
+  cachedLogin(key: string, ip: string): LoginSuccess | undefined {
     const hit = this.verified.get(key);
-    return hit && this.stands(hit) ? hit.result : undefined;
+    return hit && this.stands(hit) && this.throttle.allow(ip) ? hit.result : undefined;
   }
 
   /** A cached answer stands until it expires or any user record changes (then it is checked again). */
@@ -229,6 +233,10 @@ export class Accounts {
    */
   authenticateCached(req: LoginRequest & { password: string }, key = this.credentialKey(req.protocol, req.username, req.password)): LoginResult | Promise<LoginResult> {
     const hit = this.verified.get(key);
+    // The cache is shared by all clients: without this, an address locked out for guessing got a
+    // credential someone else keeps cached accepted (its wrong guesses cost a quick 429 each, no
+    // scrypt), so the lock-out told it which guess was right. A miss meets the throttle in authenticate.
+    if (hit && !this.throttle.allow(req.ip)) return { ok: false, reason: 'throttled' };
     if (hit && this.stands(hit)) return hit.result;
     // Requests a client sends in parallel with the same credential share one check: checks from one
     // IP run one at a time (authenticate), and each would cost a scrypt. Per IP, as the throttle counts.
