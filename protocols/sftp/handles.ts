@@ -10,7 +10,7 @@ import { join } from '../../src/paths.js';
 import type { VfsApi } from '../../src/vfs/types.js';
 import { DirHandle } from './dir-handle.js';
 import { ReadHandle } from './read-handle.js';
-import { missingParent, statOrUndefined, undecodedName } from './vfs-lookups.js';
+import { mayStillWrite, missingParent, statOrUndefined, undecodedName } from './vfs-lookups.js';
 import { WriteHandle, type ReorderBudget } from './write-handle.js';
 
 const { OPEN_MODE } = ssh2.utils.sftp;
@@ -257,7 +257,9 @@ export class HandleTable {
       if (this.d.exclusive?.has(claim)) throw new VfsError('EXISTS', 'file exists');
       this.d.exclusive?.add(claim);
     }
+    const basePath = ctx.principal.basePath;
     const w = new WriteHandle(vfs, ctx, path, {
+      recheck: () => mayStillWrite(vfs, ctx, path, basePath),
       overwrite: !excl,
       append: (flags & OPEN_MODE.APPEND) !== 0,
       seed: keep ? existing : undefined,

@@ -180,6 +180,12 @@ export async function startSftpServer(core: Core): Promise<SftpListener> {
         log.info({ ip, user: loginUser.username, reason }, 'sftp login revoked, closing the connection');
         for (const s of sessions) s.teardown(true);
         client.end();
+        // end() only half-closes: a client that never closed its side kept the connection (its
+        // buffers, and its place among the user's MAX_CONNECTIONS_PER_USER, so a password changed
+        // after a theft locked the user out) for as long as it liked.
+        const force = setTimeout(() => socket?.destroy(), CLOSE_GRACE_MS);
+        force.unref();
+        client.once('close', () => clearTimeout(force));
       };
       const login = {
         recheck: () => {

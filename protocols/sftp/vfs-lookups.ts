@@ -1,9 +1,10 @@
 /**
  * VFS look-ups shared by the request dispatcher (session.ts) and OPEN (handles.ts): a stat that
- * may find nothing, and telling a missing parent apart from a file in its place.
+ * may find nothing, telling a missing parent apart from a file in its place, and whether an upload
+ * may still land.
  */
 import { posix } from 'node:path';
-import type { AccessContext } from '../../src/auth/principal.js';
+import { can, type AccessContext } from '../../src/auth/principal.js';
 import { isVfsError, VfsError } from '../../src/errors.js';
 import type { Entry, VfsApi } from '../../src/vfs/types.js';
 
@@ -37,4 +38,17 @@ export function undecodedName(vfs: VfsApi, ctx: AccessContext, path: string): Pr
   return statOrUndefined(vfs, ctx, path).then((e) => {
     if (!e) throw new VfsError('INVALID', 'file name is not valid UTF-8');
   });
+}
+
+/**
+ * Refuse (FORBIDDEN) to land an upload whose user has lost the right to write it since OPEN: the
+ * write bit (or a meta write rule), the SFTP manage bit, or the base_path it was opened under
+ * (`basePath`, which the put resolved its path against). vfs.put checks once, when it starts; the
+ * connection's principal follows users changes (server.ts), but an upload opened before one took
+ * WRITEs for as long as the client liked and landed at CLOSE.
+ */
+export async function mayStillWrite(vfs: VfsApi, ctx: AccessContext, path: string, basePath: string): Promise<void> {
+  const p = ctx.principal;
+  if (p.basePath === basePath && can.manageOn(p, ctx.protocol) && (await vfs.facts(ctx, posix.dirname(path))).write) return;
+  throw new VfsError('FORBIDDEN', 'the right to write this file was withdrawn while it was open', { path });
 }

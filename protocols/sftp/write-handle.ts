@@ -58,6 +58,11 @@ export interface WriteOpenOptions {
   readable?: boolean;
   /** Shared with other uploads: past REORDER_BUDGET, out-of-order writes spill instead. */
   budget?: ReorderBudget;
+  /**
+   * Run at CLOSE before the file lands; a throw aborts the put (vfs-lookups.ts mayStillWrite). The
+   * put's permission checks ran once, at OPEN.
+   */
+  recheck?(): Promise<void>;
 }
 
 interface Spill {
@@ -338,6 +343,7 @@ export class WriteHandle {
       await this.chain;
       if (this.unlinked) return await this.discard();
       if (this.error) throw this.error;
+      await this.opts.recheck?.();
       if (this.reorder.size) await this.openSpill(); // a gap remains: holes become zeros
       if (this.spill) await this.drainSpill();
       if (this.opts.seed) await this.seedStillThere(this.opts.seed);
