@@ -61,6 +61,12 @@ export function publicMessage(e: VfsError): string {
   return DETAILED.has(e.code) ? (e.publicText ?? defaultMessage(e.code)) : e.message;
 }
 
+/**
+ * STORAGE_UNAVAILABLE's message for a storage the admin disabled; one that failed to init (its
+ * remote down at startup) carries its init error instead. An Alias tells the two apart.
+ */
+export const STORAGE_DISABLED_MESSAGE = 'storage not init: disabled';
+
 export function isVfsError(e: unknown, code?: VfsErrorCode): e is VfsError {
   return e instanceof VfsError && (code === undefined || e.code === code);
 }

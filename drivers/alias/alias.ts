@@ -1,20 +1,38 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable } from 'node:stream';
-import { isVfsError, VfsError } from '../../src/errors.js';
+import { isVfsError, STORAGE_DISABLED_MESSAGE, VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, parent, segments, validateName } from '../../src/paths.js';
 import type { CallArgs, Driver, DriverContext, Link, ListArgs, Obj, PutArgs, RemoveArgs, TreeAccess } from '../types.js';
 import type { AliasOptions } from './index.js';
 import { parseTargets, resolve, type Targets } from './targets.js';
 
+/**
+ * Calls of one alias a call chain may pass through (see AliasDriver.via). Two: an alias may be met
+ * again once on the way; more only shows again what an alias holding itself showed (and every copy
+ * went into the search index), and each one multiplies a loop's work.
+ */
+const MAX_ENTRIES = 2;
+
 const virtualDir = (path: string): Obj => ({ name: basename(path), path, size: 0, isDir: true, modified: new Date(0) });
+
+/**
+ * A target gave no answer: its backend failed, or its storage failed to init (its remote was down
+ * then). Not a target the admin disabled (left out) or one without the path.
+ */
+const unanswered = (e: unknown): boolean =>
+  isVfsError(e, 'UPSTREAM') || isVfsError(e, 'INTERNAL') || (isVfsError(e, 'STORAGE_UNAVAILABLE') && e.message !== STORAGE_DISABLED_MESSAGE);
 
 /** A tree Obj re-addressed to this alias's driver path. */
 const rebase = (o: Obj, path: string): Obj => ({ ...o, id: undefined, name: basename(path), path });
 
 export class AliasDriver implements Driver {
   protected readonly targets: Targets;
-  /** Set while this alias is calling into the tree: a call arriving inside it is a loop. */
-  private readonly inside = new AsyncLocalStorage<true>();
+  /**
+   * How many of this alias's calls into the tree are under way on this call chain. Re-entry is not
+   * always a loop (an alias of `/` showing an alias that shows a folder through it ends), so only
+   * a chain passing through it MAX_ENTRIES times is one.
+   */
+  private readonly inside = new AsyncLocalStorage<number>();
 
   constructor(protected readonly opts: AliasOptions, protected readonly ctx: DriverContext) {
     this.targets = parseTargets(opts.paths);
@@ -25,10 +43,15 @@ export class AliasDriver implements Driver {
     return this.ctx.tree;
   }
 
-  /** Run a tree call; refuse re-entry, which means the alias's targets lead back into itself. */
+  /**
+   * Run a tree call; refuse one that re-enters too often, which means the alias's targets lead back
+   * into itself. (Any re-entry was refused: listing `/all/fav`, with `/all` an alias of `/` and
+   * `/fav` one of `/all/la/docs`, failed while `/fav` itself listed.)
+   */
   protected via<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.inside.getStore()) return Promise.reject(new VfsError('INVALID', 'alias paths lead back into the alias itself'));
-    return this.inside.run(true, fn);
+    const depth = this.inside.getStore() ?? 0;
+    if (depth >= MAX_ENTRIES) return Promise.reject(new VfsError('INVALID', 'alias paths lead back into the alias itself'));
+    return this.inside.run(depth + 1, fn);
   }
 
   async init(): Promise<void> {
@@ -37,8 +60,11 @@ export class AliasDriver implements Driver {
 
   async drop(): Promise<void> {}
 
-  /** Every existing target of a driver path, in `paths` order, with its tree object. */
-  protected async found(path: string, args: CallArgs): Promise<Array<{ real: string; obj: Obj }>> {
+  /**
+   * Every existing target of a driver path, in `paths` order, with its tree object. `strict`: a
+   * target that gave no answer (see unanswered) fails the call, as in list: it may hold the name.
+   */
+  protected async found(path: string, args: CallArgs, strict = false): Promise<Array<{ real: string; obj: Obj }>> {
     const r = resolve(this.targets, path);
     if (r.root) return [];
     const out: Array<{ real: string; obj: Obj }> = [];
@@ -47,6 +73,7 @@ export class AliasDriver implements Driver {
       try {
         out.push({ real, obj: await this.tree.stat(real, args) });
       } catch (e) {
+        if (strict && unanswered(e)) throw e;
         if (!isVfsError(e, 'NOT_FOUND')) firstError ??= e;
       }
     }
@@ -54,12 +81,24 @@ export class AliasDriver implements Driver {
     return out;
   }
 
-  /** Driver.treePath: the first target that exists, else the first candidate. */
+  /**
+   * Driver.treePath: the first target that exists; a path not there yet is where a write puts it,
+   * in the first target holding its nearest existing folder. (The first candidate was the answer:
+   * with that folder only in a later target, a folder copied into its own subfolder through the
+   * alias was not seen as one, and was copied into itself without end.)
+   */
   treePath(path: string, args: CallArgs): Promise<string | undefined> {
     return this.via(async () => {
-      const r = resolve(this.targets, '/' + segments(path).join('/'));
+      const s = segments(path);
+      const r = resolve(this.targets, '/' + s.join('/'));
       if (r.root) return undefined;
-      return (await this.found(path, args))[0]?.real ?? r.candidates[0];
+      for (let n = s.length; n >= 0; n--) {
+        const at = '/' + s.slice(0, n).join('/');
+        if (resolve(this.targets, at).root) break;
+        const [hit] = await this.found(at, args);
+        if (hit) return join(hit.real, ...s.slice(n));
+      }
+      return r.candidates[0];
     });
   }
 
@@ -88,9 +127,10 @@ export class AliasDriver implements Driver {
           listed = true;
         } catch (e) {
           // A target whose backend failed (its remote is down) gave no answer: listing the others
-          // alone made its files vanish, and a sync client then deleted its copies of them. (A
-          // disabled target, STORAGE_UNAVAILABLE, is the admin's choice and stays left out.)
-          if (isVfsError(e, 'UPSTREAM') || isVfsError(e, 'INTERNAL')) throw e;
+          // alone made its files vanish, and a sync client then deleted its copies of them. So does
+          // one whose init failed (the remote was down at startup). A disabled target is the
+          // admin's choice and stays left out.
+          if (unanswered(e)) throw e;
           if (!isVfsError(e, 'NOT_FOUND')) firstError ??= e;
         }
       }
@@ -119,7 +159,9 @@ export class WritableAliasDriver extends AliasDriver {
   private async single(path: string, args: CallArgs, topOk = false): Promise<string> {
     if (resolve(this.targets, path).root) throw new VfsError('NOT_SUPPORTED', 'the alias root is virtual');
     if (!topOk && this.targets.size > 1 && segments(path).length === 1) throw new VfsError('NOT_SUPPORTED', 'an alias target itself cannot be changed', { path });
-    const hits = await this.found(path, args);
+    // Protected, a target that did not answer may hold the name too: it was not seen, and the copy in
+    // the other target was the one removed or renamed.
+    const hits = await this.found(path, args, this.opts.protect_same_name);
     if (!hits.length) throw new VfsError('NOT_FOUND', undefined, { path });
     if (hits.length > 1 && this.opts.protect_same_name) throw new VfsError('FORBIDDEN', 'same-name files cannot be Rename/Delete', { path });
     return hits[0]!.real;

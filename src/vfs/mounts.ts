@@ -14,7 +14,7 @@
  * back; a retired instance's driver is dropped when its last hold is released (at once when idle).
  */
 import type { Logger } from 'pino';
-import { VfsError } from '../errors.js';
+import { STORAGE_DISABLED_MESSAGE, VfsError } from '../errors.js';
 import { join, parent, segments } from '../paths.js';
 import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type TreeAccess } from '../../drivers/types.js';
 import { parseOptions, type DriverRegistry } from '../../drivers/registry.js';
@@ -299,7 +299,10 @@ export class MountTable {
     for (let m = this.owner(segs); m; m = this.owner(segs)) {
       await m.ready;
       if (this.mounts.get(m.id) !== m) continue; // replaced or removed meanwhile: the table decides again
-      if (m.status !== STATUS_WORK || !m.driver) throw new VfsError('STORAGE_UNAVAILABLE', `storage not init: ${m.status}`, { path: vpath });
+      if (m.status !== STATUS_WORK || !m.driver) {
+        const message = m.status === STATUS_DISABLED ? STORAGE_DISABLED_MESSAGE : `storage not init: ${m.status}`;
+        throw new VfsError('STORAGE_UNAVAILABLE', message, { path: vpath });
+      }
       m.holds++;
       return { kind: 'mount', mount: m, dpath: '/' + segs.slice(m.segments.length).join('/') };
     }

@@ -29,7 +29,15 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
   return {
     stat: async (path, a) => toObj(await vfs.stat(ctx(a.signal), path)),
     list: async (path, a) => (await vfs.list(ctx(a.signal), path, a.refresh ? { refresh: true } : {})).entries.map(toObj),
-    link: async (path, a) => (await vfs.link(ctx(a.signal), path)).link,
+    link: async (path, a) => {
+      const { entry, link, storage } = await vfs.link(ctx(a.signal), path);
+      // A storage that proxies (web_proxy, only_proxy, only_local) hands its backend's URL to no
+      // client: shown through an Alias it was, as the alias's /d redirected there. Streamed through
+      // the tree instead, as AList's alias links to the storage's /p.
+      const proxies = storage.webProxy || storage.config.only_proxy || storage.config.only_local;
+      if (link.kind !== 'url' || !proxies) return link;
+      return { kind: 'range', size: entry.size, open: async (range, signal) => (await vfs.read(ctx(signal), path, range)).stream };
+    },
     mkdir: async (path, a) => toObj(await vfs.mkdir(ctx(a.signal), path)),
     moveTo: async (src, dst, a) => toObj(await vfs.moveTo(ctx(a.signal), src, dst)),
     copyTo: async (src, dst, a) => toObj(await vfs.copyTo(ctx(a.signal), src, dst)),

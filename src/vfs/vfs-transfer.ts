@@ -130,6 +130,9 @@ export class VfsTransfer {
         // Between storages a move is a copy and a removal (what adapters build from other calls): both
         // bits are asked first, or the copy was made and the removal then refused (a file in both places).
         if (kind === 'move') requireBit(can.copy(ctx.principal) && can.remove(ctx.principal));
+        // And the source's storage must be able to remove (a read-only Alias cannot): WebDAV's MOVE
+        // copied the file out, then answered 405 with the file in both places.
+        if (kind === 'move') requireCap(src.mount.capabilities, 'canRemove');
         await requireWrite(ctx, this.rules, parent(vd)); // made of puts and mkdirs, which need it
         return;
       }
