@@ -2,7 +2,8 @@
  * Writing an upload into place atomically: the bytes go to a temp file next to the target (same
  * file system, so the final rename is atomic) with a random name created with O_EXCL (so it can
  * never be a pre-planted symlink), then the temp file is renamed over the target. A failed or
- * aborted upload removes its temp file and leaves the target untouched.
+ * aborted upload removes its temp file and leaves the target untouched. Small bodies go to an
+ * unnamed file linked under the target's name instead where the system allows (unnamed-file.ts).
  *
  * Small bodies (the whole stream fits in SMALL_BODY) are buffered and written with synchronous
  * open, write, futimes, fstat, close and rename: page-cache work of a few microseconds each, while
@@ -22,6 +23,7 @@ import { VfsError, fromErrno } from '../../src/errors.js';
 import { WholeBody } from '../../src/whole-body.js';
 import type { PutArgs } from '../types.js';
 import { TEMP_PREFIX } from './listing.js';
+import { nameUnnamed, openUnnamed } from './unnamed-file.js';
 
 /** Bodies up to this size are buffered and written synchronously. */
 export const SMALL_BODY = 64 * 1024;
@@ -94,8 +96,23 @@ export function place(temp: string, target: string, noReplace: boolean | undefin
   unlinkSync(temp);
 }
 
-/** Write `data` to a new temp file and rename it to `target`; the file's stats. */
+/** Write `data` to a new file and give it the name `target`; the file's stats. */
 function writeSmall(dirReal: string, target: string, data: readonly Buffer[], args: PutArgs): Stats {
+  const fd = openUnnamed(dirReal);
+  if (fd === undefined) return writeSmallNamed(dirReal, target, data, args);
+  try {
+    for (const b of data) for (let off = 0; off < b.length; ) off += writeSync(fd, b, off);
+    if (args.modified) futimesSync(fd, args.modified, args.modified);
+    const st = fstatSync(fd);
+    nameUnnamed(fd, target, args.noReplace, () => tempIn(dirReal));
+    return st;
+  } finally {
+    closeSync(fd); // an unnamed file not linked is freed here
+  }
+}
+
+/** writeSmall with a named temp file, renamed (or linked: place) to `target`. */
+function writeSmallNamed(dirReal: string, target: string, data: readonly Buffer[], args: PutArgs): Stats {
   const temp = tempIn(dirReal);
   const fd = openSync(temp, 'wx');
   try {
