@@ -4,7 +4,7 @@ import { FileType, FTPError, type Client, type FileInfo } from 'basic-ftp';
 import { VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, segments } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
-import { counter, creatableName, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
+import { abortError, counter, creatableName, destroyOnAbort, isTempName, tempName } from '../util/streams.js';
 import type { FtpOptions } from './index.js';
 import { parseListDate } from './list-date.js';
 import { loopCheck } from '../util/loops.js';
@@ -115,6 +115,10 @@ export class FtpDriver implements Driver {
   }
 
   private remote(path: string): string {
+    // basic-ftp refuses a command with CR or LF (no injection), but as a lost connection: a
+    // lookup under a folder name with a line break was UPSTREAM (WebDAV 502) after a retry on a new
+    // connection. No such path can be reached over FTP: it is not found. (New names: newName.)
+    if (/[\r\n]/.test(path)) throw new VfsError('NOT_FOUND', undefined, { path });
     return posix.join(this.root, ...segments(path));
   }
 
@@ -210,8 +214,16 @@ export class FtpDriver implements Driver {
     let got = 0;
     let done = false;
     const finish = () => { done = true; c.close(); };
+    // The stream is handed out once the server has answered RETR (first bytes, or the end of an
+    // empty file), as SFTP and WebDAV open first: a refused RETR (a file the account may not read)
+    // failed inside a stream already answered 200, and the client saw a cut connection.
+    let begun = false;
+    let begin!: () => void;
+    let fail!: (e: unknown) => void;
+    const answered = new Promise<void>((resolve, reject) => { begin = () => { begun = true; resolve(); }; fail = reject; });
     const sink = new Writable({
       write(chunk: Buffer, _enc, cb) {
+        begin();
         if (done) return cb();
         const take = chunk.subarray(0, Math.min(chunk.length, want - got));
         got += take.length;
@@ -228,7 +240,24 @@ export class FtpDriver implements Driver {
         out.once('drain', () => { data?.setTimeout(c.ftp.timeout); cb(); });
       },
     });
-    c.downloadTo(sink, remote, start).then(() => { if (!done) out.end(); finish(); }, (e) => { if (!done) out.destroy(ftpError(e, remote)); finish(); });
+    c.downloadTo(sink, remote, start).then(() => { begin(); if (!done) out.end(); finish(); }, (e) => {
+      if (begun && !done) out.destroy(ftpError(e, remote));
+      else if (!begun) fail(signal?.aborted ? abortError(signal) : e);
+      finish();
+    });
+    const stop = () => c.close();
+    signal?.addEventListener('abort', stop, { once: true });
+    try {
+      await answered;
+    } catch (e) {
+      // 550 for a file SIZE has just found: refused to this account, not missing.
+      if (e instanceof FTPError && e.code === 550 && (await this.session.run((p) => fileSize(p, remote), { idempotent: true }).catch(() => undefined)) !== undefined) {
+        throw new VfsError('FORBIDDEN', `ftp: the server refused it: ${e.message}`, { path: remote, cause: e });
+      }
+      throw ftpError(e, remote);
+    } finally {
+      signal?.removeEventListener('abort', stop);
+    }
     out.on('close', () => { if (!done) finish(); }); // the reader went away
     destroyOnAbort(out, signal);
     return out;

@@ -122,8 +122,15 @@ export class FtpSession {
   async dial(signal?: AbortSignal): Promise<Client> {
     const stop = this.stopped(signal);
     if (stop) throw stop;
+    // basic-ftp refuses a command with a line break by throwing; for PASS it throws inside its
+    // socket's data handler, an uncaught exception that ended the whole server (its text holding
+    // the password). Neither can be sent over FTP, so neither can log in.
+    if (/[\r\n]/.test(this.p.user + this.p.password)) throw new VfsError('UPSTREAM', 'ftp: the username or password holds a line break, which FTP cannot send');
     const c = new Client(FTP_TIMEOUTS.idleMs);
     c.parseList = parseListWhole;
+    // RFC 959 doubles a quote in the path of a PWD reply (vsftpd does); basic-ftp kept both, so
+    // removeDir's RMD of the folder it had just emptied named another one (`a""b`): refused, 403.
+    c.pwd = async () => (await Client.prototype.pwd.call(c)).replace(/""/g, '"');
     c.ftp.encoding = this.p.encoding as typeof c.ftp.encoding;
     const unsubscribe = this.onStop(signal, () => c.close());
     try {
