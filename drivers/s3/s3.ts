@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { pipeline, type Readable } from 'node:stream';
 import {
   CopyObjectCommand, DeleteObjectCommand, DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client,
@@ -222,13 +223,14 @@ export class S3Driver implements Driver {
     // The object appears with the upload itself: noReplace can only look first.
     if (args.noReplace && (await this.head(path, args.signal))) throw new VfsError('EXISTS', 'file exists', { path });
     const count = counter(args.size, args.onProgress);
+    const partSize = partSizeFor(args.size);
     pipeline(stream, count, () => undefined); // a source error destroys `count`, which fails the upload
     const upload = new Upload({
       client: this.client,
       // The type is stored with the object: a presigned link answers with it (octet-stream made
       // browsers download a PDF or a video instead of showing it).
       params: { Bucket: this.bucket, Key: this.keys.key(path), Body: count, ContentType: contentTypeOf(args.name) },
-      partSize: partSizeFor(args.size),
+      partSize,
       queueSize: QUEUE_SIZE,
       leavePartsOnError: false, // a failed multipart upload is aborted: nothing is left behind
     });
@@ -241,8 +243,13 @@ export class S3Driver implements Driver {
       if (args.signal?.aborted) throw abortError(args.signal);
       await upload.done();
     } catch (e) {
+      // A failed part makes lib-storage stop reading `count`, which destroys it with a bare
+      // AbortError: no failure of the source, and it hid S3's own error (a part refused with
+      // AccessDenied was answered 500 "operation aborted").
+      const source = (count.errored as NodeJS.ErrnoException | null)?.code === 'ABORT_ERR' ? undefined : count.errored;
       count.destroy();
-      throw args.signal?.aborted ? abortError(args.signal) : s3Error(count.errored ?? e, path, this.bucket);
+      if (args.signal?.aborted) throw abortError(args.signal);
+      if (source || !(await this.storedAnyway(upload, path, Math.ceil(count.bytes / partSize)))) throw s3Error(source ?? e, path, this.bucket);
     } finally {
       args.signal?.removeEventListener('abort', onAbort);
     }
@@ -250,6 +257,23 @@ export class S3Driver implements Driver {
     // the file never had, and the client's next If-Match with it failed 412.
     const stored = await this.head(path, args.signal).catch(() => undefined);
     return stored ?? { name: args.name, path, size: count.bytes, isDir: false, modified: new Date() };
+  }
+
+  /**
+   * Whether a multipart upload that failed at its Complete stored the object all the same: the SDK
+   * retries a Complete whose answer was lost, and S3-compatible servers (MinIO, Ceph) answer the
+   * retry NoSuchUpload, so an upload that was stored was reported failed ("object not found"). The
+   * ETag S3 gives a multipart object, MD5 of its parts' MD5s then "-" and their count, names these
+   * very parts (content), whatever else was there before.
+   */
+  private async storedAnyway(upload: Upload, path: string, partCount: number): Promise<boolean> {
+    const parts = (upload as unknown as { uploadedParts?: Array<{ PartNumber: number; ETag: string }> }).uploadedParts ?? [];
+    // Complete is only sent once every part is in: any other failure (S3 down) is not asked about again.
+    if (!upload.uploadId || parts.length < 2 || parts.length !== partCount) return false;
+    const md5 = createHash('md5');
+    for (const p of [...parts].sort((a, b) => a.PartNumber - b.PartNumber)) md5.update(Buffer.from(p.ETag.replace(/"/g, ''), 'hex'));
+    const r = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.keys.key(path) })).catch(() => undefined);
+    return r?.ETag?.replace(/"/g, '') === `${md5.digest('hex')}-${parts.length}`;
   }
 
   private async copyKey(from: string, to: string, signal?: AbortSignal): Promise<void> {
@@ -287,20 +311,22 @@ export class S3Driver implements Driver {
       if (!keys.length) throw new VfsError('NOT_FOUND', undefined, { path: obj.path });
       if (await this.exists(dst, signal)) throw new VfsError('EXISTS', `file [${newName}] exists`, { path: dst });
       const to = this.keys.dirPrefix(dst);
-      const copied: string[] = [];
+      // Every key a copy was sent for, done or not: one aborted by our signal (the client went away)
+      // or whose answer was lost may still be made by S3, and was left behind as a partial folder.
+      const sent: string[] = [];
       try {
         for (let i = 0; i < keys.length; i += 8) {
           const batch = keys.slice(i, i + 8);
+          sent.push(...batch.map((k) => to + k.slice(from.length)));
           // Settled, not Promise.all: every copy of the batch has ended before any cleanup.
           const done = await Promise.allSettled(batch.map((k) => this.copyKey(k, to + k.slice(from.length), signal)));
-          done.forEach((r, j) => { if (r.status === 'fulfilled') copied.push(to + batch[j]!.slice(from.length)); });
           const failed = done.find((r) => r.status === 'rejected');
           if (failed) throw failed.reason;
         }
       } catch (e) {
         // The new name did not exist: what was copied of a failed copy is only a partial folder
         // there, which also made a retry fail with EXISTS. Best effort; the copy's error is the answer.
-        await this.deleteKeys(copied).catch((err: unknown) => this.ctx.log.warn({ err, path: dst }, 's3: could not remove a partial copy'));
+        await this.deleteKeys(sent).catch((err: unknown) => this.ctx.log.warn({ err, path: dst }, 's3: could not remove a partial copy'));
         throw e;
       }
       if (!keepSource) await this.deleteKeys(keys, signal);
