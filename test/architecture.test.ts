@@ -32,9 +32,9 @@ async function importsOf(file: string): Promise<string[]> {
 }
 
 describe('architecture', () => {
-  it('drivers depend only on the driver contract, errors, paths and content headers', async () => {
+  it('drivers depend only on the driver contract, errors, paths, content headers and the addon loader', async () => {
     // Leaf modules of the core: they import nothing of it.
-    const allowed = new Set(['drivers/types.ts', 'src/errors.ts', 'src/paths.ts', 'src/content-headers.ts', 'src/whole-body.ts']);
+    const allowed = new Set(['drivers/types.ts', 'src/errors.ts', 'src/paths.ts', 'src/content-headers.ts', 'src/whole-body.ts', 'src/native-addon.ts']);
     const bad: string[] = [];
     for (const f of await sources('drivers')) {
       for (const i of await importsOf(f)) {
