@@ -40,15 +40,65 @@ function hideRegex(line: string): HideMatcher {
   const lead = /^\(\?([a-zA-Z]+)\)/.exec(src);
   // Built only when RE2 refuses the line: built first, a line only RE2 knows, such as the scoped
   // flags of `(?i:secret)` (AList's regexp2 takes them; Node 20's RegExp does not), was refused.
-  const js = () => (!lead || !/^[ims]+$/.test(lead[1]!) ? new RegExp(src) : new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join('')));
+  const js = () => {
+    refuseMisreadEscapes(src);
+    return !lead || !/^[ims]+$/.test(lead[1]!) ? new RegExp(src) : new RegExp(src.slice(lead[0].length), [...new Set(lead[1]!)].join(''));
+  };
   // Matched with RE2 (linear time) whenever RE2 takes the pattern, leading (?ims) included: a
   // backtracking RegExp such as `^(a+)+$` froze the whole server for minutes on one 40-character
   // name, in every listing of the folder. Only what RE2 lacks (look-around, backreferences) stays
   // on the JavaScript engine.
   try {
-    return RE2JS.compile(src);
+    return RE2JS.compile(unicodeClasses(src));
   } catch {
     return js();
+  }
+}
+
+/** regexp2's `\w` (.NET: Unicode letters, marks, digits and connectors); RE2's is ASCII. */
+const WORD = '\\p{L}\\p{Mn}\\p{Nd}\\p{Pc}';
+
+/**
+ * A line for RE2 with `\w`, `\W`, `\d`, `\D` as regexp2 reads them, Unicode (not ASCII): `^\w+\.bak$`
+ * left `备份.bak` shown, which AList hides. `\W` inside a bracket has no RE2 form and stays as is.
+ */
+function unicodeClasses(src: string): string {
+  let out = '';
+  let inClass = false;
+  for (let i = 0; i < src.length; i++) {
+    const c = src[i]!;
+    if (c === '\\' && i + 1 < src.length) {
+      const n = src[++i]!;
+      if (n === 'd' || n === 'D') out += `\\${n === 'd' ? 'p' : 'P'}{Nd}`;
+      else if (n === 'w') out += inClass ? WORD : `[${WORD}]`;
+      else if (n === 'W' && !inClass) out += `[^${WORD}]`;
+      else out += c + n;
+      continue;
+    }
+    if (c === '[' && !inClass) {
+      inClass = true;
+      const skip = /^\^?\]?/.exec(src.slice(i + 1))![0]; // a leading `^`, and a `]` right after it, are no class end
+      out += c + skip;
+      i += skip.length;
+      continue;
+    }
+    if (c === ']') inClass = false;
+    out += c;
+  }
+  return out;
+}
+
+/** The letters JavaScript knows after a backslash (outside `u` mode); see refuseMisreadEscapes. */
+const JS_LETTER_ESCAPES = new Set('dDwWsSbBfnrtvcxuk');
+
+/**
+ * JavaScript (without the `u` flag, which would refuse regexp2's harmless `\-` or `\_`) reads an
+ * escaped letter it does not know as the bare letter: regexp2's `\.bak\Z` (end of the name) saved
+ * as "`.bak` followed by Z" and hid nothing. Such a line is refused, as lines with no JS form are.
+ */
+function refuseMisreadEscapes(src: string): void {
+  for (const [, c] of src.matchAll(/\\([\s\S])/g)) {
+    if (/[A-Za-z]/.test(c!) && !JS_LETTER_ESCAPES.has(c!)) throw new SyntaxError(`\\${c} has no JavaScript form`);
   }
 }
 
