@@ -142,9 +142,17 @@ export class SftpConnection {
         if (!done) fail(e);
         else this.log.warn({ err: e }, 'sftp connection error');
       });
+      // Lost after the server's banner but before 'ready' (mid-handshake), ssh2 emits no error and
+      // clears its readyTimeout: the dial waited forever, and every later call of the storage with it.
+      client.on('close', () => fail(lost('connection closed during the handshake')));
       client.on('ready', () => {
+        // ssh2 waits for the server's SFTP VERSION without a deadline: a session that never says it
+        // (a forced command, a hung sftp-server) held the dial, and every call of the storage, for good.
+        const silent = setTimeout(() => fail(lost(`no answer opening the SFTP channel in ${this.requestTimeoutMs / 1000} s`)), this.requestTimeoutMs);
         client.sftp((err, sftp) => {
+          clearTimeout(silent);
           if (err) return fail(err);
+          if (done) return void sftp.end(); // given up meanwhile (the deadline, the storage dropped)
           const live = new Live(client, sftp, () => this.requestTimeoutMs);
           byChannel.set(sftp, live);
           // The channel's error event needs a listener or it would crash the process.
@@ -274,8 +282,20 @@ export function call<T = void>(s: SFTPWrapper, fn: (cb: (err: Error | null | und
       live.kill(e);
     }, live.timeoutMs);
     off = live?.whenDead((e) => settle(e));
-    fn((err, v) => settle(err, v));
+    try {
+      fn((err, v) => settle(err, v));
+    } catch (e) {
+      // ssh2 refused before sending anything (an extension the server does not advertise, e.g.
+      // statvfs@openssh.com): the connection is fine. Taken for a lost one, it was dropped, cutting
+      // every transfer in flight (a WebDAV client asking the quota did it).
+      settle(new VfsError('NOT_SUPPORTED', `sftp: ${(e as Error).message}`, { cause: e }));
+    }
   });
+}
+
+/** Give up channel `s`'s connection: a request on it went unanswered for `ms` (as `call` does). */
+export function expire(s: SFTPWrapper, ms: number): void {
+  byChannel.get(s)?.kill(Object.assign(new Error(`no answer from the server in ${ms / 1000} s`), { timedOut: true }));
 }
 
 /** Why channel `s` stopped working, if it did. */

@@ -7,7 +7,7 @@ import { basename, isWithin, join, segments } from '../../src/paths.js';
 import type { ByteRange, CallArgs, Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
 import { abortError, counter, destroyOnAbort, isTempName, tempName, creatableName } from '../util/streams.js';
 import { loopCheck } from '../util/loops.js';
-import { call, deadReason, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
+import { call, deadReason, expire, isConnectionLost, parseAddress, SftpConnection, sftpError, sftpStatus, whenDead } from './connection.js';
 import type { SftpOptions } from './index.js';
 
 const EOF = 1;
@@ -207,7 +207,20 @@ export class SftpDriver implements Driver {
         // A read issued on a dead channel would wait forever (ssh2 buffers it): fail the stream, and
         // forget the handle, whose close could not be answered either.
         const offDead = whenDead(s, (e) => { (rs as unknown as { handle: Buffer | null }).handle = null; rs.destroy(new VfsError('UPSTREAM', `sftp: ${e.message}`, { path: file.path, cause: e })); });
-        rs.once('close', () => { off(); offDead(); });
+        // Its READs are not made through call(), so they had no deadline: a server that stops
+        // answering them (sftp-server stuck on its disk, sshd still answering keepalives) held the
+        // download for good. Same deadline: a READ out that long gives the connection up.
+        const r = rs as unknown as { _read(n: number): void; push(c: Buffer | null): boolean };
+        const [read, push] = [r._read.bind(rs), r.push.bind(rs)];
+        let unanswered: NodeJS.Timeout | undefined;
+        r._read = (n) => {
+          clearTimeout(unanswered);
+          const ms = this.conn.requestTimeoutMs;
+          unanswered = setTimeout(() => expire(s, ms), ms);
+          read(n);
+        };
+        r.push = (c) => { clearTimeout(unanswered); return push(c); };
+        rs.once('close', () => { clearTimeout(unanswered); off(); offDead(); });
         rs.once('error', offDead);
         return rs;
       }, signal),
