@@ -17,6 +17,7 @@
 #define NAPI_VERSION 8
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <node_api.h>
@@ -25,18 +26,26 @@ static napi_value link_fd(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   int32_t fd;
-  char path[4096];
+  char path[PATH_MAX];
   size_t len;
+  napi_value result;
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  // The length first: a copy filling the buffer cannot tell a path of PATH_MAX - 1 bytes (valid, as
+  // rename takes it) from a longer one cut short.
   if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok ||
-      napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len) != napi_ok || len >= sizeof path - 1) {
-    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "link(fd, path shorter than 4095 bytes)");
+      napi_get_value_string_utf8(env, argv[1], NULL, 0, &len) != napi_ok) {
+    napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", "link(fd, path)");
     return NULL;
   }
+  // Too long for the system: its own answer, as rename and open give it.
+  if (len >= sizeof path) {
+    napi_create_int32(env, ENAMETOOLONG, &result);
+    return result;
+  }
+  napi_get_value_string_utf8(env, argv[1], path, sizeof path, &len);
   char proc[64];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
   int err = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
-  napi_value result;
   napi_create_int32(env, err, &result);
   return result;
 }
