@@ -120,6 +120,12 @@ export class SftpSession {
     fn()
       .catch((e: unknown) => {
         if (!isVfsError(e)) this.d.log.error({ err: e }, 'sftp request failed');
+        // A backend failure answers a fixed text (errors.ts): its detail goes to the log, as REST's
+        // and WebDAV's do, or the admin never learns why. One the session's end cut off is not a failure.
+        else if (e.code === 'UPSTREAM' || e.code === 'INTERNAL') {
+          if (this.ended) this.d.log.debug({ err: e }, 'sftp client went away');
+          else this.d.log.error({ err: e }, 'sftp request failed: storage error');
+        }
         const s = statusOf(e);
         this.out().status(reqId, s.code, s.message);
       })

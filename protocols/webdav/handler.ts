@@ -149,8 +149,11 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
     }
     const status = statusOf(e, method);
     // A DavError is the adapter's own answer to the request (a 502 for a Destination elsewhere), not a
-    // fault; a full storage is the operator's to know about, not a failure of ours.
+    // fault; a full storage is the operator's to know about, not a failure of ours. A storage that is
+    // disabled or failed to init is a known state (its init failure was logged once, as REST does):
+    // an error line with a stack for each request into it let any client fill the log.
     if (isVfsError(e, 'NO_SPACE')) deps.log.warn({ method, path: e.path }, 'storage full');
+    else if (isVfsError(e, 'STORAGE_UNAVAILABLE')) deps.log.debug({ method, path: e.path, reason: e.message }, 'webdav: storage unavailable');
     else if (status >= 500 && !(e instanceof DavError)) deps.log.error({ err: e, method }, 'webdav request failed');
     const headers: Record<string, string> = {};
     if (status === 401) headers['WWW-Authenticate'] = 'Basic realm="treegate", charset="UTF-8"';

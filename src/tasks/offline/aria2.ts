@@ -249,7 +249,9 @@ export function endpointOf(uri: string): { url: string; auth?: string } {
   try {
     u = new URL(uri);
   } catch {
-    return { url: uri };
+    // fetch's error would quote the text whole ("Failed to parse URL from http://user:pass@[host..."),
+    // a password in it included, into the reply and the log: say what is wrong without it.
+    throw new Error('aria2_uri is not a valid URL');
   }
   if (!u.username && !u.password) return { url: uri };
   const auth = 'Basic ' + Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64');

@@ -77,7 +77,13 @@ export class QbittorrentTool implements OfflineTool {
 
   /** The WebUI base (no credentials) and the credentials from the setting. */
   private endpoint(): { base: URL; user: string; pass: string } {
-    const u = new URL(this.settings.get('qbittorrent_url'));
+    let u: URL;
+    try {
+      u = new URL(this.settings.get('qbittorrent_url'));
+    } catch {
+      // Node's TypeError carries the text as `input`, password included, and the log prints it.
+      throw new Error('qbittorrent_url is not a valid URL');
+    }
     const user = decodeURIComponent(u.username);
     const pass = decodeURIComponent(u.password);
     u.username = '';
