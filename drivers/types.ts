@@ -149,6 +149,13 @@ export interface Driver {
    * where it stands for none. Lets the VFS see one place at both ends of a transfer between storages.
    */
   treePath?(path: string, args: CallArgs): Promise<string | undefined>;
+  /**
+   * A driver path whose object the driver refuses to move (NOT_SUPPORTED, message `reason`) though it
+   * has the capability: an Alias's top-level name stands for a target folder itself. Asked before a
+   * move is built from other calls: WebDAV's MOVE with Overwrite removed the destination, then the
+   * driver refused and the destination was lost.
+   */
+  unmovable?(path: string): { reason: string } | undefined;
   /** Space figures for quota properties and statvfs, where the backend knows them. */
   usage?(args: CallArgs): Promise<{ total?: number; free?: number; used?: number }>;
   /**

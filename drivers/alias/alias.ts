@@ -158,13 +158,19 @@ export class WritableAliasDriver extends AliasDriver {
    */
   private async single(path: string, args: CallArgs, topOk = false): Promise<string> {
     if (resolve(this.targets, path).root) throw new VfsError('NOT_SUPPORTED', 'the alias root is virtual');
-    if (!topOk && this.targets.size > 1 && segments(path).length === 1) throw new VfsError('NOT_SUPPORTED', 'an alias target itself cannot be changed', { path });
+    const fixed = topOk ? undefined : this.unmovable(path);
+    if (fixed) throw new VfsError('NOT_SUPPORTED', fixed.reason, { path });
     // Protected, a target that did not answer may hold the name too: it was not seen, and the copy in
     // the other target was the one removed or renamed.
     const hits = await this.found(path, args, this.opts.protect_same_name);
     if (!hits.length) throw new VfsError('NOT_FOUND', undefined, { path });
     if (hits.length > 1 && this.opts.protect_same_name) throw new VfsError('FORBIDDEN', 'same-name files cannot be Rename/Delete', { path });
     return hits[0]!.real;
+  }
+
+  /** Driver.unmovable: with several names, a top-level one is its target folders themselves (see single). */
+  unmovable(path: string): { reason: string } | undefined {
+    return this.targets.size > 1 && segments(path).length === 1 ? { reason: 'an alias target itself cannot be changed' } : undefined;
   }
 
   /** The tree folder a new entry named `name` in `dir` goes to; EXISTS when the name is taken. */

@@ -24,12 +24,24 @@ export function errorText(e: unknown): string {
 /**
  * The error a task shows. Its creator reads it: a non-admin gets a backend failure's plain message
  * (publicMessage: the detail names remote addresses and host paths) and "internal error" for a
- * JS fault; the detail goes to the log for the admin.
+ * JS fault; the admin reads the detail in the log (logFailure).
  */
-export function shownError(rec: TaskRecord, e: unknown, log: Logger): string {
+export function shownError(rec: TaskRecord, e: unknown): string {
   const text = errorText(e);
   if (rec.creator_role === ROLE.ADMIN) return text;
-  const shown = e instanceof VfsError ? publicMessage(e) : JS_FAULTS.some((t) => e instanceof t) ? 'internal error' : text;
-  if (shown !== text) log.warn({ err: e, id: rec.id }, 'task failed');
-  return shown;
+  return e instanceof VfsError ? publicMessage(e) : JS_FAULTS.some((t) => e instanceof t) ? 'internal error' : text;
+}
+
+/** A URL's password and query (a signed link's token) in a task name stay out of the log. */
+const URL_SECRETS = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^/\s@]*@)?([^\s?#)]*)(?:[?#][^\s)]*)?/gi;
+
+/**
+ * Log a task's final failure, once (not each attempt a retry follows): the admin running the server
+ * under systemd otherwise saw nothing of it. The error's text, not its stack: a backend failure is
+ * expected (its text says it all); a JS fault is a bug of ours and keeps its stack.
+ */
+export function logFailure(rec: TaskRecord, e: unknown, log: Logger): void {
+  const task = rec.name.replace(URL_SECRETS, '$1$2');
+  const fault = JS_FAULTS.some((t) => e instanceof t);
+  log.warn({ id: rec.id, kind: rec.kind, task, error: errorText(e), ...(fault ? { err: e } : {}) }, 'task failed');
 }

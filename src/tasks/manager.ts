@@ -19,7 +19,7 @@ import type { Accounts } from '../auth/accounts.js';
 import { principalOf } from '../auth/accounts.js';
 import type { Store } from '../store/store.js';
 import type { TaskRecord, UserRecord } from '../store/types.js';
-import { isFatal, shownError } from './failures.js';
+import { isFatal, logFailure, shownError } from './failures.js';
 import { taskId } from './ids.js';
 import { initialStatus, toInfo } from './info.js';
 import { checkRoom, countUndone, forgettable, KEEP_FINISHED } from './retention.js';
@@ -382,7 +382,7 @@ export class TaskManager {
       await this.finish(rec, S.SUCCEEDED, '');
     } catch (e) {
       if (live.why === 'shutdown') return; // left RUNNING in the store: resumed or failed at the next start
-      const message = live.why === 'cancel' ? 'canceled' : shownError(rec, e, this.log);
+      const message = live.why === 'cancel' ? 'canceled' : shownError(rec, e);
       if (live.why === 'cancel') await this.finish(rec, S.CANCELED, message);
       else if (!isFatal(e) && rec.retry_count < (this.opts.maxRetry?.[rec.kind as TaskKind] ?? KIND_DEFAULTS[rec.kind as TaskKind]?.maxRetry ?? 0)) {
         rec.retry_count++;
@@ -398,6 +398,7 @@ export class TaskManager {
         rec.state = S.FAILING;
         rec.error = message;
         this.save(rec);
+        logFailure(rec, e, this.log);
         await this.finish(rec, S.FAILED, message);
       }
     } finally {

@@ -122,6 +122,9 @@ export class VfsTransfer {
     if (taken) throw new VfsError('EXISTS', `file [${basename(vd)}] exists`, { path: vd });
     const src = await this.source(vs, this.vfs.args(ctx));
     try {
+      // What the driver will refuse to move is refused before an adapter removes the destination.
+      const fixed = kind === 'move' ? src.mount.driver?.unmovable?.(src.dpath) : undefined;
+      if (fixed) throw new VfsError('NOT_SUPPORTED', fixed.reason, { path: vs });
       let dst: Located;
       try {
         dst = await this.sameMountTarget(src, vd, this.vfs.args(ctx));
