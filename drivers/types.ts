@@ -209,6 +209,10 @@ export interface DriverConfigFlags {
   no_upload: boolean;
   need_ms: boolean;
   default_root: string;
+  /**
+   * '' or `<status>|<text>`, status one of info, success, warning, danger: AList's admin page shows
+   * an Alert whose status is the part before `|` (a bare text there is no status at all).
+   */
   alert: string;
 }
 

@@ -136,7 +136,7 @@ describe('storage create/update/delete', () => {
     const { id } = (await create({ mount_path: '/mem4', driver: 'Memory' })).data!;
     ok(await post(`/api/admin/storage/delete?id=${id}`));
     expect(await names(ts, admin, '/')).not.toContain('mem4');
-    expectCode(await post(`/api/admin/storage/delete?id=${id}`), 500, 'record not found');
+    expectCode(await post(`/api/admin/storage/delete?id=${id}`), 500, 'failed get storage: record not found');
     expectCode(await post('/api/admin/storage/delete?id=x'), 400, 'strconv.Atoi: parsing "x": invalid syntax');
     ok(await post('/api/admin/storage/load_all'));
   });

@@ -10,7 +10,10 @@ import { MemoryDriver } from './memory.js';
 const options = [] as const satisfies readonly OptionSpec[];
 
 export const memoryDefinition: DriverDefinition<typeof options> = {
-  config: configFlags('Memory', { local_sort: true, only_proxy: true, default_root: '', alert: 'Memory storage: its files live in RAM and are lost when treegate restarts. Meant for tests and scratch space.' }),
+  config: configFlags('Memory', {
+    local_sort: true, only_proxy: true, default_root: '',
+    alert: 'warning|Memory storage: its files live in RAM and are lost when treegate restarts. Meant for tests and scratch space.',
+  }),
   options,
   create: () => new MemoryDriver(),
 };

@@ -1,7 +1,10 @@
 /**
  * The skeleton for a new driver. Copy this folder to drivers/<name>/, then:
  *  1. set `config` (AList's flags: they decide the `common` items of driver/info) and `options`
- *     (AList's `additional` items; root_folder_path without a default takes config.default_root);
+ *     (AList's `additional` items). Declare only options your driver reads: each is a field of the
+ *     admin form. A backend with folders declares `root_folder_path` (without a default it takes
+ *     config.default_root) and serves every driver path below it; this one keeps its files in
+ *     memory, with no folder to start from, so it has none;
  *  2. implement the required methods in template.ts, and only the optional ones your backend really
  *     has (a missing method is a missing capability; never add a method that only throws);
  *  3. map backend errors to VfsError codes as drivers/types.ts documents;
@@ -15,7 +18,6 @@ import { configFlags } from '../options.js';
 import { TemplateDriver } from './template.js';
 
 const options = [
-  { name: 'root_folder_path', type: 'string' },
   { name: 'max_file_size', type: 'number', default: '1048576', help: 'largest file accepted, in bytes' },
 ] as const satisfies readonly OptionSpec[];
 

@@ -29,6 +29,9 @@ const UNIQUE: Record<Collection, Unique[]> = {
   storages: [{ fields: ['mount_path'], message: 'UNIQUE constraint failed: x_storages.mount_path' }],
 };
 
+/** AList's table for each collection, as its database names it in a refusal (sqlite's text). */
+const TABLE: Record<Collection, string> = { users: 'x_users', sshKeys: 'x_ssh_public_keys', metas: 'x_meta', storages: 'x_storages' };
+
 const clone = <T>(v: T): T => structuredClone(v);
 
 /** A temp file written before a rename onto `<name>`: `<name>.<pid>.<n or uuid>.tmp`. */
@@ -338,7 +341,7 @@ export class JsonStore implements Store {
         const all = rows();
         const counters = this.db.data.counters;
         let id = rec.id ?? 0;
-        if (id > 0 && all.some((r) => r.id === id)) throw new VfsError('EXISTS', `UNIQUE constraint failed: ${name}.id`);
+        if (id > 0 && all.some((r) => r.id === id)) throw new VfsError('EXISTS', `UNIQUE constraint failed: ${TABLE[name]}.id`);
         if (!id) id = Math.max(counters[name] ?? 0, ...all.map((r) => r.id)) + 1;
         const full = { ...clone(rec), id } as T;
         this.checkUnique(name, full as unknown as Record<string, unknown>);

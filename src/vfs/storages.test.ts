@@ -27,7 +27,7 @@ describe('StorageService', () => {
     await expect(core.storages.create(storage('/x', 'Nope'))).rejects.toThrow('failed get driver new: no driver named: Nope');
     await expect(core.storages.create({ ...storage('/x', 'Local'), addition: '{"show_hidden":"perhaps"}' })).rejects.toMatchObject({ code: 'INVALID' });
     await core.storages.create(storage('/x'));
-    await expect(core.storages.create(storage('/x/'))).rejects.toMatchObject({ code: 'EXISTS', message: 'UNIQUE constraint failed: x_storages.mount_path' });
+    await expect(core.storages.create(storage('/x/'))).rejects.toMatchObject({ code: 'EXISTS', message: 'failed create storage in database: UNIQUE constraint failed: x_storages.mount_path' });
     expect((await core.storages.list()).length).toBe(1);
   });
 

@@ -3,9 +3,11 @@
  * instances in the MountTable. Records returned here carry the live `status` and the normalised
  * `addition` (every option of the driver with its value, as a JSON string).
  *
- * Errors (all VfsError): unknown id → NOT_FOUND (`record not found`, or `failed get old storage:
- * record not found` on update); unknown driver → INVALID `failed get driver new: no driver named: X`;
- * bad options → INVALID naming the option; duplicate mount path → EXISTS (the store's unique text);
+ * Errors (all VfsError): unknown id → NOT_FOUND (`record not found` on get, `failed get old storage:
+ * record not found` on update, `failed get storage: record not found` on delete/enable/disable);
+ * unknown driver → INVALID `failed get driver new: no driver named: X`; bad options → INVALID naming
+ * the option; duplicate mount path or id → EXISTS, the store's unique text behind AList's `failed
+ * create|update storage in database: `;
  * driver change → INVALID `driver cannot be changed`; enable/disable twice → INVALID `this storage
  * have enabled|disabled`. AList answers all of these with code 500; the REST adapter decides.
  */
@@ -29,6 +31,19 @@ export interface StorageChange {
 }
 
 const byOrderThenId = (a: StorageRecord, b: StorageRecord) => a.order - b.order || a.id - b.id;
+
+/**
+ * A store write, its refusal worded as AList's op layer wraps the database's (`failed create storage
+ * in database: UNIQUE constraint failed: x_storages.mount_path`): the front end shows that text.
+ */
+async function inDatabase<T>(action: 'create' | 'update', write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (e) {
+    if (e instanceof VfsError && e.code === 'EXISTS') throw new VfsError('EXISTS', `failed ${action} storage in database: ${e.message}`);
+    throw e;
+  }
+}
 
 export class StorageService {
   private loadingCount = 0;
@@ -55,9 +70,14 @@ export class StorageService {
     return (await this.store.storages.list()).map((r) => this.live(r)).sort(byOrderThenId);
   }
 
-  async get(id: number): Promise<StorageRecord> {
+  get(id: number): Promise<StorageRecord> {
+    return this.existing(id, 'record not found');
+  }
+
+  /** The live record; a miss is NOT_FOUND `missing` (delete/enable/disable word it as AList's op layer). */
+  private async existing(id: number, missing = 'failed get storage: record not found'): Promise<StorageRecord> {
     const r = await this.store.storages.get(id);
-    if (!r) throw new VfsError('NOT_FOUND', 'record not found');
+    if (!r) throw new VfsError('NOT_FOUND', missing);
     return this.live(r);
   }
 
@@ -123,7 +143,7 @@ export class StorageService {
    */
   async create(input: StorageInput): Promise<StorageChange> {
     const rec = this.prepare(input);
-    const saved = await this.store.storages.insert({ ...rec, id: input.id || undefined });
+    const saved = await inDatabase('create', () => this.store.storages.insert({ ...rec, id: input.id || undefined }));
     const change = await this.serial(saved.id, () => this.activate(saved));
     this.mounted(saved.mount_path);
     if (change.error) {
@@ -142,7 +162,7 @@ export class StorageService {
     if (!old) throw new VfsError('NOT_FOUND', 'failed get old storage: record not found');
     if (old.driver !== input.driver) throw new VfsError('INVALID', 'driver cannot be changed');
     const { id: _id, ...rec } = { ...this.prepare(input, old), id: old.id };
-    const saved = await this.store.storages.update(old.id, rec);
+    const saved = await inDatabase('update', () => this.store.storages.update(old.id, rec));
     let change: StorageChange;
     if (saved.disabled) {
       await this.mounts.mount(saved); // replaces the old instance with a disabled placeholder
@@ -176,8 +196,7 @@ export class StorageService {
   }
 
   private async deleteNow(id: number): Promise<void> {
-    const record = await this.store.storages.get(id);
-    if (!record) throw new VfsError('NOT_FOUND', 'record not found');
+    const record = await this.existing(id);
     await this.mounts.unmount(id);
     await this.store.storages.delete(id);
     // Mirrors of the tree (the search index) drop what they hold of it.
@@ -186,7 +205,7 @@ export class StorageService {
 
   enable(id: number): Promise<StorageChange> {
     return this.serial(id, async () => {
-      const r = await this.get(id);
+      const r = await this.existing(id);
       if (!r.disabled) throw new VfsError('INVALID', 'this storage have enabled');
       const change = await this.activate(await this.store.storages.update(id, { disabled: false }));
       // AList's EnableStorage wraps LoadStorage's error: `failed load storage: failed init storage: <err>`.
@@ -197,7 +216,7 @@ export class StorageService {
 
   disable(id: number): Promise<void> {
     return this.serial(id, async () => {
-      const r = await this.get(id);
+      const r = await this.existing(id);
       if (r.disabled) throw new VfsError('INVALID', 'this storage have disabled');
       const saved = await this.store.storages.update(id, { disabled: true, status: STATUS_DISABLED });
       await this.mounts.mount(saved);
