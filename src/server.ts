@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { loadConfig, taskTempDir, type ConfigFlags } from './config.js';
 import { memTrimmer } from './mem-trim.js';
+import { boundHeapGrowth, HEAP_GROWING_PERCENT } from './heap-growth.js';
 import { closeQueuedOnHangUp } from './queued-close.js';
 import { createLogger } from './log.js';
 import { JsonStore } from './store/json-store.js';
@@ -104,6 +105,7 @@ function hostPort(address: string, port: number): string {
 
 export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = {}): Promise<RunningServer> {
   const env = opts.env ?? process.env;
+  const heapBounded = boundHeapGrowth(); // before the server allocates anything (heap-growth.ts)
   const config = await loadConfig(flags, env);
   // base_path (site_url's path, e.g. `/tg` behind a reverse proxy): see the HTTP server below.
   const basePath = basePathOf(config.site_url);
@@ -229,6 +231,8 @@ export async function startServer(flags: ConfigFlags = {}, opts: StartOptions = 
       webdav: dav ? DAV_PREFIX : 'off',
       // Whether local downloads go out by sendfile(2): says if the native addon was built.
       sendfile: sendfileAvailable,
+      // V8's old-generation growth step (heap-growth.ts), or the operator's own when they set one.
+      heap_growing_percent: heapBounded ? HEAP_GROWING_PERCENT : 'operator',
       version: VERSION,
     },
     `treegate ready: http://${hostPort(http.address, http.port)}` + (sftp ? ` sftp://${hostPort(sftp.address, sftp.port)}` : ''),

@@ -40,7 +40,7 @@ describe('the HTTP connection cap', () => {
 
   it('300 idle connections to a server limited to 256 open files leave SFTP and uploads working', async () => {
     const data = await dirs.next();
-    server = await startServerProcess(['--data', data], cliEnv({ TREEGATE_ADMIN_PASSWORD: PASSWORD }), 30_000, ['prlimit', '--nofile=256:256', '--']);
+    server = await startServerProcess(['--data', data], cliEnv({ TREEGATE_ADMIN_PASSWORD: PASSWORD }), 30_000, ['prlimit', '--nofile=256:256', '--', process.execPath]);
     const sockets = await Promise.all(Array.from({ length: 300 }, () => hold(server!.http)));
     // The server closes those past its cap (128) at once.
     const closed = () => sockets.filter((s) => s.destroyed || s.readyState !== 'open').length;

@@ -32,10 +32,10 @@ export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 
 /**
  * Start `treegate server ARGS` and wait (bounded) for the ready line with its ports. `launcher`: a
- * command the server is started through (`['prlimit', '--nofile=256:256', '--']`).
+ * command the server is started through, node included (`['prlimit', '--nofile=256:256', '--', process.execPath]`, `[process.execPath, '--some-v8-flag']`).
  */
-export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000, launcher: string[] = []): Promise<ServerProcess> {
-  const [cmd, ...rest] = [...launcher, process.execPath, CLI, 'server', ...args];
+export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 30_000, launcher: string[] = [process.execPath]): Promise<ServerProcess> {
+  const [cmd, ...rest] = [...launcher, CLI, 'server', ...args];
   const child = spawn(cmd!, rest, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
