@@ -26,7 +26,7 @@ import { Readable } from 'node:stream';
 import type { AccessContext } from '../../src/auth/principal.js';
 import { VfsError } from '../../src/errors.js';
 import { parent } from '../../src/paths.js';
-import type { Entry, VfsApi } from '../../src/vfs/types.js';
+import type { Entry, StorageLease, VfsApi } from '../../src/vfs/types.js';
 import { MAX_RW } from './openssh-ext.js';
 import { statOrUndefined } from './vfs-lookups.js';
 
@@ -100,6 +100,8 @@ export class WriteHandle {
   name: string;
   /** REMOVE of the open file: CLOSE lands nothing, as an unlinked inode vanishes at its last close. */
   unlinked = false;
+  /** The storage instance the put runs on (told at onTarget): asked before each request (cutOff). */
+  private lease?: StorageLease;
 
   constructor(
     private readonly vfs: VfsApi,
@@ -141,7 +143,10 @@ export class WriteHandle {
     this.started = true;
     // parents: false — OPEN never creates folders (OpenSSH: ENOENT); a missing one is NOT_A_DIR here.
     this.put = this.vfs.put(this.ctx, this.path, this.body, {
-      overwrite: this.opts.overwrite, parents: false, release: this.opts.release, onTarget: () => this.markReady(),
+      overwrite: this.opts.overwrite, parents: false, release: this.opts.release, onTarget: (_existed, lease) => {
+        this.lease = lease;
+        this.markReady();
+      },
     });
     this.put.catch((e: unknown) => this.fail(e));
     await Promise.race([this.ready, this.put.then(() => undefined, () => undefined)]);
@@ -166,7 +171,25 @@ export class WriteHandle {
     return this.mtime;
   }
 
+  /**
+   * The storage's withdrawal when the admin deleted, disabled or changed it since OPEN (StorageLease),
+   * the put then aborted (nothing lands, the old instance is let go); undefined while it serves. Asked
+   * first by every request on the handle: WRITEs went on into the removed storage, and CLOSE landed
+   * the file in its folder and answered OK. Requests already under way finish.
+   */
+  private cutOff(): unknown {
+    try {
+      this.lease?.check();
+      return undefined;
+    } catch (e) {
+      this.abort(e);
+      return e;
+    }
+  }
+
   write(offset: number, data: Buffer): Promise<void> {
+    const cut = this.cutOff();
+    if (cut) return Promise.reject(cut);
     if (this.closing) return Promise.reject(new VfsError('INVALID', 'handle is closing'));
     const op = this.chain.then(() => this.doWrite(offset, data)).catch((e: unknown) => Promise.reject(spillFailure(e)));
     this.chain = op.catch(() => undefined);
@@ -267,6 +290,8 @@ export class WriteHandle {
    * MAX_RW; holes read as zeros; undefined at or past the end.
    */
   async read(offset: number, length: number): Promise<Buffer | undefined> {
+    const cut = this.cutOff();
+    if (cut) throw cut;
     await this.chain;
     if (this.error) throw this.error;
     const s = this.whole;
@@ -285,6 +310,8 @@ export class WriteHandle {
    * FSETSTAT(size = its length, mtime) without waiting, and that no-op used to be refused whole.
    */
   resize(size: number): Promise<void> {
+    const cut = this.cutOff();
+    if (cut) return Promise.reject(cut);
     const op = this.chain.then(async () => {
       if (this.error) throw this.error;
       if (size === this.size) return;
@@ -338,6 +365,7 @@ export class WriteHandle {
 
   /** CLOSE: finish the body, wait for the put, apply a pending mtime. Reports the put's error. */
   async close(): Promise<Entry | undefined> {
+    this.cutOff(); // recorded as the handle's error: reported below
     this.closing = true;
     try {
       await this.chain;

@@ -96,9 +96,15 @@ export function copyRunner(vfs: VfsApi): KindRunner {
       try {
         // The route refused an existing target before the task was made; a resumed task may find
         // its own earlier result there, so the copy replaces it.
+        // onlyOn: the put lands only in the pinned storage, and is aborted if the admin deletes,
+        // disables or changes it while the bytes move (it reported success into a removed storage).
+        const onlyOn = pins.dst_storage && { id: pins.dst_storage.id, mountPath: pins.dst_storage.mount };
         await vfs.put(ctx, dst, r.stream, {
-          size: entry.size, modified: entry.modified, overwrite: true,
+          size: entry.size, modified: entry.modified, overwrite: true, onlyOn,
           onProgress: (b) => t.setProgress(entry.size > 0 ? (b * 100) / entry.size : 100),
+        }).catch(async (e: unknown) => {
+          await checkPins(vfs, t, { ...a, ...pins }); // a storage gone: fail naming it, without retries
+          throw e;
         });
       } finally {
         t.signal.removeEventListener('abort', stop);

@@ -49,7 +49,9 @@ export class Uploads {
         const tmp = String(a.tmp);
         // The spooled body goes when the task ends, whatever the outcome: a retry has nothing to put.
         if (!(await stat(tmp).then(() => true, () => false))) throw new FatalTaskError('the uploaded data is gone: upload the file again');
-        await pinStorage(this.vfs, t.ctx, parent(String(a.path)), storagePin(a.storage), 'destination');
+        const pin = storagePin(a.storage);
+        const check = () => pinStorage(this.vfs, t.ctx, parent(String(a.path)), pin, 'destination');
+        await check();
         const size = typeof a.size === 'number' ? a.size : undefined;
         const opts: PutOptions = {
           size,
@@ -57,10 +59,15 @@ export class Uploads {
           overwrite: a.overwrite !== false,
           hashes: (a.hashes as Record<string, string> | undefined) ?? undefined,
           onProgress: (b) => t.setProgress(size ? (b * 100) / size : 0),
+          // Only into that storage, aborted if it is deleted, disabled or changed while the file goes in.
+          onlyOn: pin && { id: pin.id, mountPath: pin.mount },
         };
         const body = createReadStream(tmp);
         try {
-          await this.vfs.put(t.ctx, String(a.path), body, opts);
+          await this.vfs.put(t.ctx, String(a.path), body, opts).catch(async (e: unknown) => {
+            await check(); // the storage gone: fail naming it
+            throw e;
+          });
         } finally {
           // A put refused before reading (target now a folder, write taken away) leaves the stream
           // open: its descriptor, and the removed temp file's disk space, were held for good.

@@ -12,6 +12,14 @@
  * replacement at once, while operations that had already resolved the old instance (a 20 GB
  * WebDAV upload) finish on it. `resolve` holds the mount for the operation and `release` gives it
  * back; a retired instance's driver is dropped when its last hold is released (at once when idle).
+ *
+ * Work that comes back for more over time (an SFTP handle: each READ, WRITE or CLOSE is a new
+ * request) asks `serves` before each request. An instance still serves when its replacement keeps
+ * the storage working at the same mount path with the same options (an edit of its remark, order or
+ * cache; load_all): the handle goes on with it. Deleted, disabled, moved, or its options changed (another
+ * root folder, bucket, account): the admin took those files out of the tree there, so the instance is
+ * withdrawn (`withdrawal` aborts) and later requests are refused, as an unbounded handle otherwise kept
+ * reading, and landed its upload at CLOSE, in a storage the admin had removed.
  */
 import type { Logger } from 'pino';
 import { STORAGE_DISABLED_MESSAGE, VfsError } from '../errors.js';
@@ -51,6 +59,8 @@ export interface Mount {
    * draining operation learns must not be filed under it (see Tree.list).
    */
   retired: boolean;
+  /** Aborted (reason: a STORAGE_UNAVAILABLE VfsError) once this instance no longer serves (MountTable.serves). */
+  readonly withdrawal: AbortController;
 }
 
 /** A change made outside treegate, reported by a storage's driver (`watch`), in tree terms. */
@@ -158,6 +168,7 @@ export class MountTable {
     const m: Mount = {
       id: record.id, record: { ...record }, segments: segments(record.mount_path), definition: def,
       capabilities: NO_CAPABILITIES, status: 'initializing', ready, holds: 0, retired: false,
+      withdrawal: new AbortController(),
     };
     // The new instance takes the old one's place before the old one is retired (its watch stopped,
     // its driver dropped: a Local watch first finishes its scan of the tree): requests wait for the
@@ -234,6 +245,9 @@ export class MountTable {
     // All in one step: from here on, no request reaches `m` and nothing it lists is cached under its id.
     if (this.mounts.get(m.id) === m) this.mounts.delete(m.id); // else its replacement is in place
     m.retired = true;
+    // Judged now, while the table holds what replaced it: this one, and those of the same storage still draining.
+    this.serves(m);
+    for (const d of this.draining) if (d.id === m.id) this.serves(d);
     this.deps.cache?.dropMount(m.id);
     const stopWatch = this.watching.get(m.id);
     this.watching.delete(m.id);
@@ -266,6 +280,34 @@ export class MountTable {
     if (--m.holds === 0 && m.retired && this.draining.delete(m)) {
       void this.drop(m).then(() => this.deps.log.info({ mount: m.record.mount_path }, 'storage: drained old instance dropped'));
     }
+  }
+
+  /**
+   * Whether a retired `m`'s files are still where its virtual paths say: its storage is still mounted
+   * at the same path with the same options. Not retired: yes.
+   */
+  inPlace(m: Mount): boolean {
+    if (!m.retired) return true;
+    const now = this.mounts.get(m.id);
+    return !!now && now.record.mount_path === m.record.mount_path && now.record.addition === m.record.addition;
+  }
+
+  /**
+   * Whether requests made now may still go to `m` (see the header): in place and not disabled. Once
+   * false, false for good: `m` is withdrawn.
+   */
+  serves(m: Mount): boolean {
+    if (m.withdrawal.signal.aborted) return false;
+    const now = this.mounts.get(m.id);
+    if (this.inPlace(m) && !(m.retired && now!.record.disabled)) return true;
+    const what = !now ? 'deleted' : now.record.disabled ? 'disabled' : 'moved or its options changed';
+    m.withdrawal.abort(new VfsError('STORAGE_UNAVAILABLE', `storage [${m.record.mount_path}] was ${what}`, { publicText: 'storage was changed or removed' }));
+    return false;
+  }
+
+  /** serves(m), throwing the withdrawal's STORAGE_UNAVAILABLE when it does not. */
+  assertServes(m: Mount): void {
+    if (!this.serves(m)) throw m.withdrawal.signal.reason;
   }
 
   get(id: number): Mount | undefined {

@@ -17,6 +17,26 @@ export interface PositionalReader {
   close(): Promise<void>;
 }
 
+/**
+ * `reader` while `check` passes: each read runs it first. The first refusal (its storage withdrawn:
+ * MountTable.serves) closes the reader, giving back its descriptor or its hold on the storage, and is
+ * thrown, as it is for every read after (the check stays failed).
+ */
+export function checkedReader(reader: PositionalReader, check: () => void): PositionalReader {
+  return {
+    async read(buf, length, position) {
+      try {
+        check();
+      } catch (e) {
+        await reader.close();
+        throw e;
+      }
+      return reader.read(buf, length, position);
+    },
+    close: () => reader.close(),
+  };
+}
+
 /** pread on a host file, opened on the first read. */
 export function fileReader(path: string): PositionalReader {
   return handleReader(() => open(path, 'r'), undefined);

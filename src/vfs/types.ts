@@ -94,9 +94,26 @@ export interface PutOptions {
   /**
    * Told once, after every check passed and before the body is written, whether the target
    * existed (it is being replaced) or not (it is being created): WebDAV's 204 vs 201, known from
-   * the lookup put makes anyway.
+   * the lookup put makes anyway. `lease` is the storage instance the upload runs on (the VFS always
+   * gives it; stand-ins of the VFS in unit tests may not).
    */
-  onTarget?(existed: boolean): void;
+  onTarget?(existed: boolean, lease?: StorageLease): void;
+  /**
+   * The storage (id and mount path) the caller resolved the folder to earlier (a task's pin): the put
+   * is refused (STORAGE_UNAVAILABLE) when the path now resolves to another one or none, and aborted,
+   * landing nothing, when that storage is deleted, disabled or changed while the body streams (the
+   * caller has no client waiting for it; a plain put finishes on the old instance).
+   */
+  onlyOn?: { id: number; mountPath: string };
+}
+
+/**
+ * The storage instance an upload runs on (PutOptions.onTarget), for callers that keep acting on it
+ * over time: an SFTP upload handle's every WRITE and its CLOSE are new requests.
+ */
+export interface StorageLease {
+  /** Throws STORAGE_UNAVAILABLE once the instance no longer serves (deleted, disabled, moved, options changed). */
+  check(): void;
 }
 
 export interface RemoveOptions {

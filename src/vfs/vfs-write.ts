@@ -10,7 +10,7 @@ import { isVfsError, VfsError } from '../errors.js';
 import { basename, isRootPath, join, parent } from '../paths.js';
 import type { CallArgs, Driver, Obj, PutArgs } from '../../drivers/types.js';
 import { requireBit, requireCap, requireManage, requireWrite } from './guard.js';
-import type { Entry, MkdirOptions, PutOptions, RemoveOptions } from './types.js';
+import type { Entry, MkdirOptions, PutOptions, RemoveOptions, StorageLease } from './types.js';
 import { mountsBelow, realObj } from './mount-folders.js';
 import type { Located, Vfs } from './vfs.js';
 
@@ -81,6 +81,10 @@ export class VfsWriter {
     const loc = await this.vfs.locate(vpath);
     // Held until the driver's put settles: an upload outlives an edit of its storage.
     try {
+      const pin = opts.onlyOn;
+      if (pin && (loc?.mount.id !== pin.id || loc.mount.record.mount_path !== pin.mountPath)) {
+        throw new VfsError('STORAGE_UNAVAILABLE', `storage [${pin.mountPath}] was deleted or changed`, { path: vpath, publicText: 'storage was changed or removed' });
+      }
       // A path with mount points below is their folder even where the storage holding it has
       // nothing: a file put there hid them (listed instead of the folder, which then was `not a folder`).
       if (!loc || isRootPath(loc.dpath) || this.mountsBelow(vpath)) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
@@ -88,14 +92,26 @@ export class VfsWriter {
       const tree = this.vfs.tree;
       const args = this.vfs.args(ctx);
       const d = tree.driver(loc.mount);
+      const mounts = this.vfs.deps.mounts;
+      // A pinned put stops (the driver drops its temp file) when its storage is withdrawn.
+      const withdrawn = loc.mount.withdrawal.signal;
+      const signal = !pin ? ctx.signal : ctx.signal ? AbortSignal.any([ctx.signal, withdrawn]) : withdrawn;
       const putArgs: PutArgs = {
-        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal: ctx.signal,
+        name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal,
         ...(opts.overwrite === false ? { noReplace: true } : {}),
       };
-      // Into a virtual folder of mount points through existingDir, which makes it in the storage.
-      const made = opts.parents === false && d.checksPutTarget && !this.mountsBelow(parent(vpath))
-        ? await this.putChecked(loc, d, body, putArgs, opts.onTarget)
-        : await this.putLookedUp(loc, d, body, putArgs, opts, args);
+      const lease: StorageLease = { check: () => mounts.assertServes(loc.mount) };
+      const onTarget = opts.onTarget && ((existed: boolean) => opts.onTarget!(existed, lease));
+      let made: Obj | void;
+      try {
+        // Into a virtual folder of mount points through existingDir, which makes it in the storage.
+        made = opts.parents === false && d.checksPutTarget && !this.mountsBelow(parent(vpath))
+          ? await this.putChecked(loc, d, body, putArgs, onTarget)
+          : await this.putLookedUp(loc, d, body, putArgs, opts, args, onTarget);
+        if (pin) lease.check(); // a driver that finished without looking at the signal
+      } catch (e) {
+        throw pin && withdrawn.aborted ? withdrawn.reason : e;
+      }
       tree.changed(loc.mount, loc.dpath);
       const entry = this.vfs.entryOf(loc, made || (await tree.objAt(loc.mount, loc.dpath, args)));
       this.vfs.emitFrom(loc.mount, { kind: 'put', vpath, entry });
@@ -106,7 +122,7 @@ export class VfsWriter {
   }
 
   /** put's driver call after the VFS's own lookups of the target and its folder. */
-  private async putLookedUp(loc: Located, d: Driver, body: Readable, putArgs: PutArgs, opts: PutOptions, args: CallArgs): Promise<Obj | void> {
+  private async putLookedUp(loc: Located, d: Driver, body: Readable, putArgs: PutArgs, opts: PutOptions, args: CallArgs, onTarget: ((existed: boolean) => void) | undefined): Promise<Obj | void> {
     const tree = this.vfs.tree;
     // Without `parents` the folder is looked up first: a driver that resolves paths (Local) then
     // finds the target inside a folder it has just resolved.
@@ -115,7 +131,7 @@ export class VfsWriter {
     if (existing?.isDir) throw new VfsError('IS_A_DIR', undefined, { path: loc.vpath });
     if (existing && opts.overwrite === false) throw new VfsError('EXISTS', 'file exists', { path: loc.vpath });
     const dir = folder ?? (await tree.ensureDir(loc.mount, parent(loc.dpath), args));
-    opts.onTarget?.(existing !== undefined);
+    onTarget?.(existing !== undefined);
     return tree.call(() => d.put!(dir, body, putArgs));
   }
 
@@ -123,7 +139,7 @@ export class VfsWriter {
    * put's driver call for a driver that checks the folder and the target itself, before the body
    * (Driver.checksPutTarget): the same answers as putLookedUp's, without looking anything up twice.
    */
-  private async putChecked(loc: Located, d: Driver, body: Readable, putArgs: PutArgs, onTarget: PutOptions['onTarget']): Promise<Obj | void> {
+  private async putChecked(loc: Located, d: Driver, body: Readable, putArgs: PutArgs, onTarget: ((existed: boolean) => void) | undefined): Promise<Obj | void> {
     const dpath = parent(loc.dpath);
     // Only the path of the folder is read (the flag's contract).
     const dir: Obj = { name: basename(dpath), path: dpath, size: 0, isDir: true, modified: new Date(0) };

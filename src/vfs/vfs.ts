@@ -14,7 +14,7 @@ import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
 import { copyFileSpan } from './file-copy.js';
 import { clampRange, fileStream, openLink } from './link.js';
-import { openFileReader, streamReader, type PositionalReader } from './positional.js';
+import { checkedReader, openFileReader, streamReader, type PositionalReader } from './positional.js';
 import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { toEntry, Tree } from './tree.js';
@@ -60,9 +60,7 @@ export class Vfs implements VfsApi {
    * index (found, then `object not found`). Only when the storage still serves the same place.
    */
   announces(m: Mount): boolean {
-    if (!m.retired) return true;
-    const now = this.deps.mounts.get(m.id);
-    return !!now && now.record.mount_path === m.record.mount_path && now.record.addition === m.record.addition;
+    return this.deps.mounts.inPlace(m);
   }
 
   /** Emit a change made on `m` (see announces). */
@@ -271,9 +269,19 @@ export class Vfs implements VfsApi {
     }
   }
 
-  /** Like read, for reads by offset; a reader of driver streams holds the mount until it is closed. */
+  /**
+   * Like read, for reads by offset; a reader of driver streams holds the mount until it is closed.
+   * Each read is a request of its own (an SFTP READ): refused once the storage is withdrawn (deleted,
+   * disabled, moved, options changed: MountTable.serves), however long the reader stays open.
+   */
   async openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }> {
+    const { entry, reader, mount } = await this.openReaderOn(ctx, path);
+    return { entry, reader: checkedReader(reader, () => this.deps.mounts.assertServes(mount)) };
+  }
+
+  private async openReaderOn(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader; mount: Mount }> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
+    const mount = loc.mount;
     const entry = this.entryOf(loc, obj);
     if (link.kind === 'file') {
       this.release(loc);
@@ -282,7 +290,7 @@ export class Vfs implements VfsApi {
         throw fromErrno(e, loc.vpath);
       });
       const same = stats.size === entry.size && stats.mtime.getTime() === entry.modified.getTime();
-      return { entry: same ? entry : { ...entry, size: stats.size, modified: stats.mtime, hashes: undefined }, reader };
+      return { entry: same ? entry : { ...entry, size: stats.size, modified: stats.mtime, hashes: undefined }, reader, mount };
     }
     const size = link.kind === 'url' ? obj.size : link.size;
     const open = async (position: number) => {
@@ -293,7 +301,7 @@ export class Vfs implements VfsApi {
         throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
       }
     };
-    return { entry, reader: streamReader(open, () => this.release(loc)) };
+    return { entry, reader: streamReader(open, () => this.release(loc)), mount };
   }
 
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {
