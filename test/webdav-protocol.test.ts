@@ -1,6 +1,6 @@
 /** WebDAV wire behaviour that litmus does not pin down: auth answers, GET/PUT details, locks and props across restarts, policies, logging. */
 import { readdirSync } from 'node:fs';
-import { request } from 'node:http';
+import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
@@ -135,14 +135,31 @@ describe('GET and PUT', () => {
     expect(ts.logs.filter((l) => l.includes('"level":50') && l.includes('"proto":"webdav"'))).toEqual([]);
   });
 
-  it('a client that hangs up mid-PUT leaves nothing under the final name and no temp file', async () => {
-    expect((await dav('MKCOL', '/cutdav/')).status).toBe(201);
-    const folder = join(ts.dataDir, 'storage', 'cutdav');
+  // The second case cuts a PUT on a connection whose earlier PUT handed its abort signal on (handler.ts).
+  it.each([
+    ['on a new connection', 'cutdav'],
+    ['after a PUT on the same keep-alive connection', 'cutdav2'],
+  ])('a client that hangs up mid-PUT leaves nothing under the final name and no temp file (%s)', async (_how, dir) => {
+    expect((await dav('MKCOL', `/${dir}/`)).status).toBe(201);
+    const folder = join(ts.dataDir, 'storage', dir);
     const u = new URL(ts.url);
+    const auth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    if (dir === 'cutdav2') {
+      const put = (name: string) => new Promise<number>((resolve, reject) => {
+        const req = request({ agent, host: u.hostname, port: u.port, method: 'PUT', path: `/dav/${dir}/${name}`, headers: { authorization: auth, 'content-length': '3' } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', reject);
+        req.end('abc');
+      });
+      expect([await put('a.bin'), await put('b.bin')]).toEqual([201, 201]);
+      for (const name of ['a.bin', 'b.bin']) expect((await dav('DELETE', `/${dir}/${name}`)).status).toBe(204);
+    }
     let sawTemp = false;
     await new Promise<void>((resolve) => {
-      const auth = 'Basic ' + Buffer.from(`admin:${ADMIN_PASSWORD}`).toString('base64');
-      const req = request({ host: u.hostname, port: u.port, method: 'PUT', path: '/dav/cutdav/partial.bin', headers: { authorization: auth, 'content-length': String(8 << 20) } });
+      const req = request({ agent, host: u.hostname, port: u.port, method: 'PUT', path: `/dav/${dir}/partial.bin`, headers: { authorization: auth, 'content-length': String(8 << 20) } });
       req.on('error', () => resolve());
       req.on('close', () => resolve());
       // Cut the connection once the server is visibly writing (its temp file exists).
@@ -151,12 +168,13 @@ describe('GET and PUT', () => {
         req.destroy();
       });
     });
+    agent.destroy();
     expect(sawTemp).toBe(true);
     for (let i = 0; i < 250 && readdirSync(folder).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(readdirSync(folder)).toEqual([]);
-    expect((await dav('GET', '/cutdav/partial.bin')).status).toBe(404);
+    expect((await dav('GET', `/${dir}/partial.bin`)).status).toBe(404);
     // The client's hang-up is logged as such (499, aborted), never as a server error with a stack.
-    const logged = () => ts.logs.find((l) => l.includes('"/cutdav/partial.bin"') && l.includes('"method":"PUT"'));
+    const logged = () => ts.logs.find((l) => l.includes(`"/${dir}/partial.bin"`) && l.includes('"method":"PUT"'));
     for (let i = 0; i < 100 && !logged(); i++) await new Promise((r) => setTimeout(r, 50));
     expect(JSON.parse(logged()!)).toMatchObject({ status: 499, aborted: true });
     expect(ts.logs.filter((l) => l.includes('"level":50') && l.includes('"proto":"webdav"'))).toEqual([]);
