@@ -64,7 +64,7 @@ export function createWebdavHandler(core: Core): WebdavHandler {
     trustProxy: core.config.trusted_proxies?.length ? proxyaddr.compile(core.config.trusted_proxies) : undefined,
     siteBase: basePathOf(core.config.site_url ?? ''),
     onChange: (listener) => core.vfs.onChange(listener),
-    mountPaths: () => core.mounts.all().map((m) => m.record.mount_path),
+    mountPaths: () => core.mounts.all().map((m) => m.vpath),
   }));
 }
 

@@ -20,6 +20,11 @@
  * root folder, bucket, account): the admin took those files out of the tree there, so the instance is
  * withdrawn (`withdrawal` aborts) and later requests are refused, as an unbounded handle otherwise kept
  * reading, and landed its upload at CLOSE, in a storage the admin had removed.
+ *
+ * Load balancing (AList's `.balance`): storages mounted at `/test`, `/test.balance1`, `/test.balance2`
+ * all sit at `/test` in the tree (treePosition) and serve it together, as a group: reads take turns
+ * among its working members, writes go to its primary (./balance.ts). The admin API still shows each
+ * storage at its own mount path; the tree shows `test` once.
  */
 import type { Logger } from 'pino';
 import { STORAGE_DISABLED_MESSAGE, VfsError } from '../errors.js';
@@ -29,6 +34,7 @@ import { parseOptions, type DriverRegistry } from '../../drivers/registry.js';
 import type { StorageRecord } from '../store/types.js';
 import type { Entry, StorageInfo } from './types.js';
 import type { ListingCache } from './cache.js';
+import { Balancer, byOrder, treePosition, working, WRITE, type Intent } from './balance.js';
 
 export const STATUS_WORK = 'work';
 export const STATUS_DISABLED = 'disabled';
@@ -43,8 +49,12 @@ const NO_CAPABILITIES: Capabilities = {
 export interface Mount {
   readonly id: number;
   readonly record: StorageRecord;
-  /** The normalised mount path split into segments (`/` is `[]`). */
+  /** Where it sits in the tree, split into segments (`/` is `[]`): its mount path without a `.balance` suffix (treePosition). */
   readonly segments: readonly string[];
+  /** The same as a path: what the mount's driver path `/` is in the tree. */
+  readonly vpath: string;
+  /** Its mount path had a `.balance` suffix: a secondary member of the group at `vpath`. */
+  readonly balanced: boolean;
   readonly definition?: DriverDefinition;
   /** Present once init succeeded; never call it while status is not `work`. */
   driver?: Driver;
@@ -100,6 +110,8 @@ export class MountTable {
   private readonly watching = new Map<number, () => void | Promise<void>>();
   /** Retired mounts whose driver waits for their last operation to end. */
   private readonly draining = new Set<Mount>();
+  /** Which member of a `.balance` group serves each request. */
+  private readonly balance = new Balancer();
 
   constructor(private readonly deps: MountTableDeps) {}
 
@@ -139,7 +151,7 @@ export class MountTable {
     if (this.mounts.get(m.id) !== m) return;
     let vpath: string;
     try {
-      vpath = join(m.record.mount_path, dpath);
+      vpath = join(m.vpath, dpath);
     } catch {
       return; // a name the tree cannot carry
     }
@@ -165,8 +177,9 @@ export class MountTable {
     const def = this.deps.registry.get(record.driver);
     let settle!: () => void;
     const ready = new Promise<void>((r) => (settle = r));
+    const at = treePosition(record.mount_path);
     const m: Mount = {
-      id: record.id, record: { ...record }, segments: segments(record.mount_path), definition: def,
+      id: record.id, record: { ...record }, segments: at.segments, vpath: '/' + at.segments.join('/'), balanced: at.balanced, definition: def,
       capabilities: NO_CAPABILITIES, status: 'initializing', ready, holds: 0, retired: false,
       withdrawal: new AbortController(),
     };
@@ -249,6 +262,7 @@ export class MountTable {
     this.serves(m);
     for (const d of this.draining) if (d.id === m.id) this.serves(d);
     this.deps.cache?.dropMount(m.id);
+    if (!this.all().some((o) => o.vpath === m.vpath)) this.balance.forget(m.vpath);
     const stopWatch = this.watching.get(m.id);
     this.watching.delete(m.id);
     await Promise.resolve().then(() => stopWatch?.()).catch(() => undefined);
@@ -318,30 +332,45 @@ export class MountTable {
     return [...this.mounts.values()];
   }
 
-  /** The mount owning `vpath` on whole segments, whatever its status. */
-  private owner(segs: readonly string[]): Mount | undefined {
-    let best: Mount | undefined;
+  /**
+   * The mounts owning `segs`: the longest tree path that is a prefix of it on whole segments, with
+   * every storage sitting there (several for a `.balance` group), whatever their status; by order.
+   */
+  private owners(segs: readonly string[]): Mount[] {
+    let best: Mount[] = [];
     for (const m of this.mounts.values()) {
-      if (m.segments.length > segs.length || (best && m.segments.length <= best.segments.length)) continue;
-      if (m.segments.every((s, i) => s === segs[i])) best = m;
+      const n = m.segments.length;
+      if (n > segs.length || (best.length && n < best[0]!.segments.length)) continue;
+      if (!m.segments.every((s, i) => s === segs[i])) continue;
+      if (best.length && n === best[0]!.segments.length) best.push(m);
+      else best = [m];
     }
-    return best;
+    return best.sort(byOrder);
+  }
+
+  /** The ids of the storages sitting where `m` does in the tree (its `.balance` group, `m` first). */
+  groupIds(m: Mount): number[] {
+    return [m.id, ...this.all().filter((o) => o.id !== m.id && o.vpath === m.vpath).map((o) => o.id)];
   }
 
   /**
-   * Where a virtual path lives. Waits for a mount that is still initialising (bounded by the init
-   * timeout). Throws STORAGE_UNAVAILABLE for a mount not in `work` status, NOT_FOUND when no storage
-   * covers the path and no storage lies below it. `/` is always at least virtual.
+   * Where a virtual path lives, for `intent` (see Balancer.pick). Waits for mounts that are still
+   * initialising (bounded by the init timeout). Throws STORAGE_UNAVAILABLE for a mount not in `work`
+   * status, NOT_FOUND when no storage covers the path and no storage lies below it. `/` is always at
+   * least virtual.
    *
    * A mount returned is held for the caller's operation: pass it to `release` once the operation
    * (and any stream it handed out from the driver) is over.
    */
-  async resolve(vpath: string): Promise<Resolution> {
+  async resolve(vpath: string, intent: Intent = WRITE): Promise<Resolution> {
     const segs = segments(vpath);
-    for (let m = this.owner(segs); m; m = this.owner(segs)) {
-      await m.ready;
-      if (this.mounts.get(m.id) !== m) continue; // replaced or removed meanwhile: the table decides again
-      if (m.status !== STATUS_WORK || !m.driver) {
+    for (let group = this.owners(segs); group.length; group = this.owners(segs)) {
+      await Promise.all(group.map((m) => m.ready));
+      // Replaced, removed or joined meanwhile: the table decides again.
+      const now = this.owners(segs);
+      if (now.length !== group.length || now.some((m, i) => m !== group[i])) continue;
+      const m = this.balance.pick(group, intent);
+      if (!working(m)) {
         const message = m.status === STATUS_DISABLED ? STORAGE_DISABLED_MESSAGE : `storage not init: ${m.status}`;
         throw new VfsError('STORAGE_UNAVAILABLE', message, { path: vpath });
       }
@@ -377,15 +406,13 @@ export class MountTable {
   childMounts(vpath: string): Entry[] {
     const segs = segments(vpath);
     const first = new Map<string, Mount>();
-    const key = (m: Mount) => [m.record.order, m.record.mount_path] as const;
-    const before = (a: Mount, b: Mount) => key(a)[0] < key(b)[0] || (key(a)[0] === key(b)[0] && key(a)[1] < key(b)[1]);
     for (const m of this.below(segs)) {
       const name = m.segments[segs.length]!;
       const cur = first.get(name);
-      if (!cur || before(m, cur)) first.set(name, m);
+      if (!cur || byOrder(m, cur) < 0) first.set(name, m);
     }
     return [...first.entries()]
-      .sort(([, a], [, b]) => (before(a, b) ? -1 : before(b, a) ? 1 : 0))
+      .sort(([, a], [, b]) => byOrder(a, b))
       .map(([name, m]) => ({
         name, size: 0, isDir: true, modified: new Date(m.record.modified), vpath: join(vpath, name), virtual: true,
       }));
@@ -398,7 +425,7 @@ export class MountTable {
       no_upload: true, need_ms: false, default_root: '', alert: '',
     };
     return {
-      id: m.id, mountPath: m.record.mount_path, driverName: m.record.driver, config: { ...config },
+      id: m.id, mountPath: m.vpath, driverName: m.record.driver, config: { ...config },
       capabilities: { ...m.capabilities }, webdavPolicy: m.record.webdav_policy, downProxyUrl: m.record.down_proxy_url,
       webProxy: m.record.web_proxy, enableSign: m.record.enable_sign,
     };

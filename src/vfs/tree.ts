@@ -31,7 +31,15 @@ export function toEntry(o: Obj, vpath: string, name = o.name): Entry {
 export const MAX_NEW_FOLDERS = 64;
 
 export class Tree {
-  constructor(private readonly cache: ListingCache) {}
+  /**
+   * `group`: the ids of the storages serving `m`'s place in the tree (MountTable.groupIds). In a
+   * `.balance` group writes go to the primary while reads take turns: a folder changed through one
+   * member is stale in the others' cached listings too, which the next read may well be served from.
+   */
+  constructor(
+    private readonly cache: ListingCache,
+    private readonly group: (m: Mount) => readonly number[] = (m) => [m.id],
+  ) {}
 
   driver(m: Mount): Driver {
     if (!m.driver) throw new VfsError('STORAGE_UNAVAILABLE', `storage not init: ${m.status}`);
@@ -63,6 +71,8 @@ export class Tree {
     // the per-mount cache that ListingCache.dropMount discarded then, so that cannot leak either.
     if (m.retired) return this.sorted(m, await fetch());
     const policy = { ttlMinutes: m.record.cache_expiration, noCache: m.definition?.config.no_cache ?? true };
+    // A refresh is asked of the folder, not of the `.balance` member that happened to answer it.
+    if (refresh) for (const id of this.group(m)) if (id !== m.id) this.cache.invalidate(id, dir.path);
     return this.sorted(m, await this.cache.list(m.id, dir.path, policy, fetch, refresh));
   }
 
@@ -131,8 +141,10 @@ export class Tree {
 
   /** After a change at `dpath`: its folder's listing is stale; with `tree`, so is all below it. */
   changed(m: Mount, dpath: string, tree = false): void {
-    this.cache.invalidate(m.id, parent(dpath));
-    if (tree) this.cache.invalidateTree(m.id, dpath);
+    for (const id of this.group(m)) {
+      this.cache.invalidate(id, parent(dpath));
+      if (tree) this.cache.invalidateTree(id, dpath);
+    }
   }
 
   /** Child path helper that tolerates only names a virtual path can carry. */

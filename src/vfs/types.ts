@@ -32,6 +32,7 @@ export interface Entry {
 /** What adapters may know about the storage serving a path (never its driver instance). */
 export interface StorageInfo {
   id: number;
+  /** Where the storage sits in the tree: its mount path without a `.balance` suffix. */
   mountPath: string;
   driverName: string;
   config: DriverConfigFlags;
@@ -145,8 +146,11 @@ export interface VfsApi {
   list(ctx: AccessContext, path: string, opts?: { refresh?: boolean }): Promise<Listing>;
   /** Facts of the folder at `path` without listing it (readme, header, write). */
   facts(ctx: AccessContext, path: string): Promise<DirFacts>;
-  /** The storage serving a path, undefined above all mounts. */
-  storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined>;
+  /**
+   * The storage serving a path, undefined above all mounts. In a `.balance` group: for `write` (the
+   * default) the one writes go to, what tasks pin; for `read` the member the reads of this `ctx` get.
+   */
+  storageOf(ctx: AccessContext, path: string, purpose?: 'read' | 'write'): Promise<StorageInfo | undefined>;
   /**
    * A file's bytes (optionally a range) as a stream, from any link kind. Consume or destroy the
    * result: until then its storage's driver instance is kept, even after the storage is edited.

@@ -82,7 +82,7 @@ export class VfsWriter {
     // Held until the driver's put settles: an upload outlives an edit of its storage.
     try {
       const pin = opts.onlyOn;
-      if (pin && (loc?.mount.id !== pin.id || loc.mount.record.mount_path !== pin.mountPath)) {
+      if (pin && (loc?.mount.id !== pin.id || loc.mount.vpath !== pin.mountPath)) {
         throw new VfsError('STORAGE_UNAVAILABLE', `storage [${pin.mountPath}] was deleted or changed`, { path: vpath, publicText: 'storage was changed or removed' });
       }
       // A path with mount points below is their folder even where the storage holding it has

@@ -17,6 +17,7 @@ import { clampRange, fileStream, openLink } from './link.js';
 import { checkedReader, openFileReader, streamReader, type PositionalReader } from './positional.js';
 import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
+import { WRITE, type Intent } from './balance.js';
 import { toEntry, Tree } from './tree.js';
 import type { DirFacts, Entry, Listing, MkdirOptions, PutOptions, ReadResult, RemoveOptions, StorageInfo, TransferOptions, VfsApi } from './types.js';
 import { VfsTransfer } from './vfs-transfer.js';
@@ -48,7 +49,7 @@ export class Vfs implements VfsApi {
   private readonly idle = new Set<() => void>();
 
   constructor(readonly deps: VfsDeps) {
-    this.tree = new Tree(deps.cache);
+    this.tree = new Tree(deps.cache, (m) => deps.mounts.groupIds(m));
     this.writer = new VfsWriter(this);
     this.transfers = new VfsTransfer(this);
   }
@@ -100,22 +101,28 @@ export class Vfs implements VfsApi {
   /**
    * Resolve a checked vpath; undefined for a virtual folder. The mount comes held (MountTable.resolve),
    * so a storage edited meanwhile lets the operation finish on the instance it started on:
-   * `release` it when the operation is over.
+   * `release` it when the operation is over. In a `.balance` group, `intent` picks the member
+   * (./balance.ts): everything that changes the tree goes to the primary (the default).
    */
-  async locate(vpath: string): Promise<Located | undefined> {
-    const r = await this.deps.mounts.resolve(vpath);
+  async locate(vpath: string, intent: Intent = WRITE): Promise<Located | undefined> {
+    const r = await this.deps.mounts.resolve(vpath, intent);
     return r.kind === 'mount' ? { vpath, mount: r.mount, dpath: r.dpath } : undefined;
   }
 
+  /** The intent of reads made for `ctx`'s request: in a `.balance` group, all go to one member, in turns across requests. */
+  private reading(ctx: AccessContext): Intent {
+    return { kind: 'read', request: ctx };
+  }
+
   /**
-   * locate for reads (stat, list, usage): a storage out of service (disabled, init failed) at a path
+   * locate for lookups that describe a path (stat, list, usage, storageOf): a storage out of service (disabled, init failed) at a path
    * with mount points below is their virtual folder, as AList lists the virtual files when the
    * storage fails. Without this, disabling the storage at `/` made `/` unlistable on every protocol
    * while the storages below it worked.
    */
-  private async locateForRead(vpath: string): Promise<Located | undefined> {
+  private async locateForRead(vpath: string, intent: Intent): Promise<Located | undefined> {
     try {
-      return await this.locate(vpath);
+      return await this.locate(vpath, intent);
     } catch (e) {
       if (this.virtualInstead(e, vpath)) return undefined;
       throw e;
@@ -148,7 +155,7 @@ export class Vfs implements VfsApi {
 
   async stat(ctx: AccessContext, path: string): Promise<Entry> {
     const vpath = await this.enter(ctx, path);
-    const loc = await this.locateForRead(vpath);
+    const loc = await this.locateForRead(vpath, this.reading(ctx));
     if (!loc) return this.virtualEntry(vpath);
     try {
       const obj = await this.objOrVirtual(loc, ctx);
@@ -167,7 +174,7 @@ export class Vfs implements VfsApi {
     // absent, so the listing is not announced (the search index dropped the storage's rows).
     let partial = false;
     try {
-      loc = await this.locate(vpath);
+      loc = await this.locate(vpath, this.reading(ctx));
     } catch (e) {
       if (!this.virtualInstead(e, vpath)) throw e;
       partial = true;
@@ -206,8 +213,8 @@ export class Vfs implements VfsApi {
     return this.deps.rules.facts(ctx.principal, vpath);
   }
 
-  async storageOf(ctx: AccessContext, path: string): Promise<StorageInfo | undefined> {
-    const loc = await this.locateForRead(await this.enter(ctx, path));
+  async storageOf(ctx: AccessContext, path: string, purpose: 'read' | 'write' = 'write'): Promise<StorageInfo | undefined> {
+    const loc = await this.locateForRead(await this.enter(ctx, path), purpose === 'read' ? this.reading(ctx) : WRITE);
     this.release(loc); // what info reports is the record's, no driver is used
     return loc && this.deps.mounts.info(loc.mount);
   }
@@ -218,7 +225,7 @@ export class Vfs implements VfsApi {
    */
   private async fileLink(ctx: AccessContext, path: string): Promise<{ loc: Located; obj: Obj; link: Link }> {
     const vpath = await this.enter(ctx, path);
-    const loc = await this.locate(vpath);
+    const loc = await this.locate(vpath, this.reading(ctx));
     if (!loc) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
     try {
       const obj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
@@ -333,7 +340,8 @@ export class Vfs implements VfsApi {
   }
 
   async usage(ctx: AccessContext, path: string): Promise<{ total?: number; free?: number; used?: number }> {
-    const loc = await this.locateForRead(await this.enter(ctx, path));
+    // The primary's space: that is where uploads go.
+    const loc = await this.locateForRead(await this.enter(ctx, path), WRITE);
     try {
       // statvfs of a missing path: NOT_FOUND; of a virtual folder: nothing to tell.
       if (!loc || !(await this.objOrVirtual(loc, ctx))) return {};

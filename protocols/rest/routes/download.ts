@@ -57,7 +57,7 @@ async function authorize(core: Core, req: FastifyRequest, path: string, signal: 
   const probe: AccessContext = { principal: LINK_PRINCIPAL, protocol: 'rest', ip: req.ip, signal };
   if (!core.settings.bool('sign_all')) {
     try {
-      const storage = await core.vfs.storageOf(probe, path);
+      const storage = await core.vfs.storageOf(probe, path, 'read');
       if (!storage?.enableSign) {
         await core.vfs.stat(probe, path);
         return { ctx: probe, storage };
@@ -71,7 +71,7 @@ async function authorize(core: Core, req: FastifyRequest, path: string, signal: 
   const failure = verifySign(core.settings.get('token'), path, queryString(req, 'sign').replace(/\/+$/, ''));
   if (failure) throw new ApiError(401, failure);
   const ctx: AccessContext = { ...probe, principal: SIGNED_LINK_PRINCIPAL };
-  return { ctx, storage: await core.vfs.storageOf(ctx, path) };
+  return { ctx, storage: await core.vfs.storageOf(ctx, path, 'read') };
 }
 
 function abortOnClose(reply: FastifyReply): AbortSignal {

@@ -107,7 +107,7 @@ const routes: RoutePlugin = async (app, { core }) => {
       const ctx = accessContext(req, str(f, 'password'));
       const path = str(f, 'path') || '/';
       const entry = await core.vfs.stat(ctx, path);
-      const storage = await core.vfs.storageOf(ctx, path);
+      const storage = await core.vfs.storageOf(ctx, path, 'read');
       const facts = await core.vfs.facts(ctx, path);
       const required = signRequired(core, storage, facts.passwordProtected);
       const sign = signIf(core, !entry.isDir && (await linkSigns(core, ctx, parent(entry.vpath), required))(entry.vpath), entry.vpath);

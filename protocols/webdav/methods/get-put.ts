@@ -43,7 +43,7 @@ function ifRangeHolds(h: string | undefined, e: Entry, etag: string): boolean {
 /** A redirect the storage's webdav_policy asks for, or undefined to stream through treegate. */
 async function policyRedirect(dav: Dav, e: Entry): Promise<string | undefined> {
   const { vfs, settings } = dav.deps;
-  const storage = await vfs.storageOf(dav.ctx, dav.path);
+  const storage = await vfs.storageOf(dav.ctx, dav.path, 'read');
   if (!storage) return undefined;
   if (storage.webdavPolicy === 'use_proxy_url') {
     const base = storage.downProxyUrl.split('\n')[0]!.trim().replace(/\/+$/, '');
