@@ -35,7 +35,14 @@ export interface Obj {
   readonly id?: string;
   /** Known content hashes, lowercase hex keyed by algorithm (`md5`, `sha1`, `sha256`). */
   readonly hashes?: Readonly<Record<string, string>>;
+  /** A thumbnail address the backend gives (none does yet). */
   readonly thumb?: string;
+  /**
+   * The driver's `thumbnail` makes pictures of this file and listings are to offer them (Local
+   * with its `thumbnail` option on and ffmpeg installed). REST shows AList's
+   * `/d…?type=thumb` address for it when the file is an image or a video by its name.
+   */
+  readonly hasThumb?: boolean;
 }
 
 export interface ByteRange {
@@ -56,6 +63,16 @@ export type Link =
 
 export interface CallArgs {
   signal?: AbortSignal;
+}
+
+/**
+ * What a thumbnail is made of, by the file's name and the image_types / video_types settings
+ * (the adapter knows them, drivers do not): a picture, or a frame of a video; undefined for neither.
+ */
+export type ThumbSource = 'image' | 'video' | undefined;
+
+export interface ThumbArgs extends CallArgs {
+  source: ThumbSource;
 }
 
 /** `list`'s arguments. */
@@ -119,6 +136,12 @@ export interface Driver {
   list(dir: Obj, args: ListArgs): Promise<Obj[]>;
   /** How to read a file. */
   link(file: Obj, args: CallArgs): Promise<Link>;
+
+  /**
+   * A small PNG picture of a file (AList's Link with type `thumb`); undefined when the file itself
+   * stands for its thumbnail (Local's svg). Without the method, a thumbnail request gets the file.
+   */
+  thumbnail?(file: Obj, args: ThumbArgs): Promise<Link | undefined>;
 
   /** Direct lookup by driver path; without it the VFS finds the name in the parent's listing. */
   get?(path: string, args: CallArgs): Promise<Obj>;

@@ -27,6 +27,8 @@ declare -A TOOLS=(
   [psftp]=putty-tools
   [chattr]=e2fsprogs
   [prlimit]=util-linux
+  [ffmpeg]=ffmpeg
+  [ffprobe]=ffmpeg
 )
 
 missing=()

@@ -1,7 +1,7 @@
 /**
  * "Local": a folder of the host's file system. Options, defaults and help texts are AList 3.45's
- * (alist-compat §6), so AList's admin page renders the same form. `thumbnail` and the thumb_* options
- * are accepted and stored for compatibility; thumbnail generation is not implemented yet.
+ * (alist-compat §6), so AList's admin page renders the same form. Thumbnails (`thumbnail` and the
+ * thumb_* options) are made with ffmpeg: ./thumbs.ts.
  */
 import type { DriverDefinition, OptionSpec } from '../types.js';
 import { configFlags } from '../options.js';

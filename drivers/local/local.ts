@@ -4,30 +4,27 @@ import * as nodePath from 'node:path';
 import type { Readable } from 'node:stream';
 import { VfsError, fromErrno } from '../../src/errors.js';
 import { basename, isRootPath, isWithin, join, normalize, parent, validateName } from '../../src/paths.js';
-import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs } from '../types.js';
+import type { Driver, DriverContext, Link, Obj, PutArgs, RemoveArgs, ThumbArgs } from '../types.js';
 import { HostPaths } from './host-path.js';
 import { isServed, listHostDir, TEMP_PREFIX } from './listing.js';
 import { isAtOrAbove } from '../util/loops.js';
 import { place, putFile, tempIn } from './put-file.js';
 import { refuseDataDir } from './data-guard.js';
 import { watchRoot } from './watch.js';
+import { thumbSettings, Thumbnailer } from './thumbs.js';
 import type { LocalOptions } from './index.js';
 
 const NO_RECYCLE = 'delete permanently';
 
-function toObj(dpath: string, st: Stats): Obj {
-  return objOf(basename(dpath), normalize(dpath), st);
+function toObj(dpath: string, st: Stats, thumbs: boolean): Obj {
+  return objOf(basename(dpath), normalize(dpath), st, thumbs);
 }
 
-function objOf(name: string, path: string, st: Stats): Obj {
-  return {
-    name,
-    path,
-    size: st.isDirectory() ? 0 : st.size,
-    isDir: st.isDirectory(),
-    modified: st.mtime,
-    created: st.birthtime,
-  };
+/** `thumbs`: files are offered with thumbnails (the thumbnail option, and ffmpeg is here). */
+function objOf(name: string, path: string, st: Stats, thumbs: boolean): Obj {
+  const isDir = st.isDirectory();
+  const o: Obj = { name, path, size: isDir ? 0 : st.size, isDir, modified: st.mtime, created: st.birthtime };
+  return thumbs && !isDir ? { ...o, hasThumb: true } : o;
 }
 
 /** `_YYYYMMDDhhmmss` in local time, AList's recycle-bin clash suffix. */
@@ -94,6 +91,9 @@ export class LocalDriver implements Driver {
   private paths: HostPaths | undefined;
   private readonly root: string;
   private readonly mkdirMode: number;
+  private thumbs: Thumbnailer | undefined;
+  /** Listings offer thumbnails: the `thumbnail` option is on and ffmpeg runs here (found at init). */
+  private listsThumbs = false;
 
   constructor(private readonly opts: LocalOptions, private readonly ctx: DriverContext) {
     this.root = opts.root_folder_path.trim() === '' ? '' : nodePath.resolve(opts.root_folder_path);
@@ -112,11 +112,17 @@ export class LocalDriver implements Driver {
     if (!st?.isDirectory()) throw new Error(`root folder ${this.root} not exists`);
     const real = await realpath(this.root);
     await refuseDataDir(real, this.opts.root_folder_path, this.ctx.dataDir);
+    const thumbs = new Thumbnailer(thumbSettings(this.opts), this.ctx.log);
+    if (thumbs.cacheFolder) await mkdir(thumbs.cacheFolder, { recursive: true, mode: this.mkdirMode });
+    // Asked now only when listings would offer thumbnails: a missing ffmpeg is then warned about at init.
+    this.listsThumbs = this.opts.thumbnail && (await thumbs.available());
+    this.thumbs = thumbs;
     this.paths = new HostPaths(this.root, real);
   }
 
   async drop(): Promise<void> {
     this.paths = undefined;
+    this.thumbs = undefined;
   }
 
   private get p(): HostPaths {
@@ -148,7 +154,7 @@ export class LocalDriver implements Driver {
     }
     // A missing path is common (the target of an upload): one error object instead of three.
     if (!found || !isServed(found)) throw new VfsError('NOT_FOUND', undefined, { path });
-    return toObj(path, found);
+    return toObj(path, found, this.listsThumbs);
   }
 
   async list(dir: Obj): Promise<Obj[]> {
@@ -157,7 +163,7 @@ export class LocalDriver implements Driver {
       const entries = await listHostDir(real, this.opts.show_hidden, (r) => this.p.inside(r), this.loopCheck(dir.path, real));
       const base = dir.path === '/' ? '/' : join(dir.path) + '/';
       // Names from readdir hold no `/` or NUL and backslashes were left out: no per-entry join needed.
-      return entries.map((e) => objOf(e.name, base + e.name, e.stats));
+      return entries.map((e) => objOf(e.name, base + e.name, e.stats, this.listsThumbs));
     });
   }
 
@@ -187,12 +193,29 @@ export class LocalDriver implements Driver {
     });
   }
 
+  /**
+   * AList's Link with type `thumb` (see thumbs.ts); undefined (the file itself answers) when the
+   * `thumbnail` option is off or the file is an svg. AList makes one whatever the option says; here
+   * an admin who left it off does not have ffmpeg run on any picture a reader asks about.
+   */
+  async thumbnail(file: Obj, args: ThumbArgs): Promise<Link | undefined> {
+    if (!this.opts.thumbnail || file.name.toLowerCase().endsWith('.svg')) return undefined;
+    const thumbs = this.thumbs;
+    if (!thumbs) throw new VfsError('STORAGE_UNAVAILABLE', 'storage not init');
+    return this.at(file.path, async (host, real) => {
+      const stats = await stat(real);
+      if (stats.isDirectory()) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+      if (!stats.isFile()) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
+      return thumbs.link({ name: file.name, host, real, stats }, args.source, args.signal);
+    });
+  }
+
   async mkdir(parent: Obj, name: string): Promise<Obj> {
     const dpath = join(parent.path, creatableName(name));
     await this.requireDir(parent.path);
     return this.at(dpath, async (host) => {
       await mkdir(host, { mode: this.mkdirMode });
-      return toObj(dpath, await stat(host));
+      return toObj(dpath, await stat(host), false);
     });
   }
 
@@ -371,7 +394,7 @@ export class LocalDriver implements Driver {
     } catch (e) {
       throw fromErrno(e, dpath);
     }
-    return toObj(dpath, await putFile(dirReal, target, stream, args, dpath));
+    return toObj(dpath, await putFile(dirReal, target, stream, args, dpath), this.listsThumbs);
   }
 
   async setModified(obj: Obj, modified: Date): Promise<void> {

@@ -6,6 +6,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { Entry } from '../../src/vfs/types.js';
 import type { Settings } from '../../src/settings/settings.js';
+import { encodePathForUrl } from '../../src/paths.js';
+import type { ThumbSource } from '../../drivers/types.js';
 
 /** AList's object type integers (internal/conf/const.go). */
 export const OBJ_TYPE = { UNKNOWN: 0, FOLDER: 1, VIDEO: 2, AUDIO: 3, TEXT: 4, IMAGE: 5 } as const;
@@ -42,6 +44,12 @@ export function typeOfName(settings: Settings, name: string): number {
   if (typeList(settings, 'image_types').includes(ext)) return OBJ_TYPE.IMAGE;
   if (typeList(settings, 'text_types').includes(ext)) return OBJ_TYPE.TEXT;
   return OBJ_TYPE.UNKNOWN;
+}
+
+/** What a thumbnail of a file is made of, by its type (typeOfName): a picture, a video frame, or neither. */
+export function thumbSourceOf(settings: Settings, name: string): ThumbSource {
+  const type = typeOfName(settings, name);
+  return type === OBJ_TYPE.IMAGE ? 'image' : type === OBJ_TYPE.VIDEO ? 'video' : undefined;
 }
 
 const pad = (n: number, w = 2) => String(Math.trunc(Math.abs(n))).padStart(w, '0');
@@ -105,11 +113,24 @@ export interface ObjResp {
 }
 
 /**
- * One entry as AList serialises it. `sign` is the sign for files (empty for folders and when no sign
- * is required); `listType` true gives folders type 1 (list/search), false types by name (fs/get).
+ * AList's Local `thumb`: `<api_url>/d<escaped path>?type=thumb&sign=<sign>` for an image or a video of
+ * a storage that makes thumbnails (Entry.hasThumb). The sign is the entry's own (the one its /d link
+ * takes), never one made for the thumbnail alone: a sign opens the path past its password (download.ts).
  */
-export function toObjResp(e: Entry, o: { sign: string; settings: Settings; mapName: (n: string) => string; listType: boolean }): ObjResp {
+function thumbOf(e: Entry, type: number, sign: string, api: string | undefined): string {
+  if (e.thumb) return e.thumb;
+  if (!e.hasThumb || api === undefined || (type !== OBJ_TYPE.IMAGE && type !== OBJ_TYPE.VIDEO)) return '';
+  return `${api}/d${encodePathForUrl(e.vpath)}?type=thumb&sign=${encodeURIComponent(sign)}`;
+}
+
+/**
+ * One entry as AList serialises it. `sign` is the sign for files (empty for folders and when no sign
+ * is required); `listType` true gives folders type 1 (list/search), false types by name (fs/get);
+ * `api` (apiUrl) is what thumbnail addresses start with.
+ */
+export function toObjResp(e: Entry, o: { sign: string; settings: Settings; mapName: (n: string) => string; listType: boolean; api?: string }): ObjResp {
   const hashes = e.hashes && Object.keys(e.hashes).length ? Object.fromEntries(Object.entries(e.hashes).sort(([a], [b]) => a.localeCompare(b))) : null;
+  const type = o.listType && e.isDir ? OBJ_TYPE.FOLDER : typeOfName(o.settings, e.name);
   return {
     name: o.mapName(e.name),
     size: e.isDir ? 0 : e.size,
@@ -119,8 +140,8 @@ export function toObjResp(e: Entry, o: { sign: string; settings: Settings; mapNa
     modified: formatTime(e.virtual && e.vpath === '/' ? undefined : e.modified),
     created: formatTime(e.created),
     sign: e.isDir ? '' : o.sign,
-    thumb: e.thumb ?? '',
-    type: o.listType && e.isDir ? OBJ_TYPE.FOLDER : typeOfName(o.settings, e.name),
+    thumb: thumbOf(e, type, o.sign, o.api),
+    type,
     hashinfo: hashes ? JSON.stringify(hashes) : 'null',
     hash_info: hashes,
   };

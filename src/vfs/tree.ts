@@ -18,6 +18,7 @@ export function toEntry(o: Obj, vpath: string, name = o.name): Entry {
   if (o.created) e.created = o.created;
   if (o.hashes) e.hashes = o.hashes;
   if (o.thumb) e.thumb = o.thumb;
+  if (o.hasThumb) e.hasThumb = true;
   return e;
 }
 

@@ -11,7 +11,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { AccessContext } from '../auth/principal.js';
-import type { ByteRange, Capabilities, DriverConfigFlags, Link } from '../../drivers/types.js';
+import type { ByteRange, Capabilities, DriverConfigFlags, Link, ThumbSource } from '../../drivers/types.js';
 import type { PositionalReader } from './positional.js';
 
 /** A file or folder as the VFS shows it: the driver's Obj plus where it is in the tree. */
@@ -23,6 +23,8 @@ export interface Entry {
   created?: Date;
   hashes?: Readonly<Record<string, string>>;
   thumb?: string;
+  /** The storage makes thumbnails of this file for listings (Obj.hasThumb; VfsApi.thumbnail). */
+  hasThumb?: boolean;
   /** Absolute virtual path, base_path included (what AList signs and what search stores). */
   vpath: string;
   /** A virtual folder standing for a mount point below (or above) storages. */
@@ -158,6 +160,12 @@ export interface VfsApi {
   read(ctx: AccessContext, path: string, range?: ByteRange): Promise<ReadResult>;
   /** A file for reads at any offset into the caller's buffers (SFTP READ); close it when done (see read). */
   openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }>;
+  /**
+   * A PNG thumbnail of a file (AList's `/d…?type=thumb`), made of a picture or a video frame as
+   * `source` says. Undefined when the storage's driver makes none, or the file stands for its own
+   * (an svg): the caller then serves the file, as AList does. Checked like read().
+   */
+  thumbnail(ctx: AccessContext, path: string, source: ThumbSource): Promise<{ entry: Entry; size?: number; stream: Readable } | undefined>;
   /** The driver's link for a file (REST/WebDAV redirects); read() is the way to get bytes. */
   link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }>;
   /** Create a folder and missing parents; an existing folder is fine, an existing file is EXISTS. */

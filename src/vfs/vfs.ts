@@ -10,7 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import type { AccessContext } from '../auth/principal.js';
 import { fromErrno, isVfsError, VfsError } from '../errors.js';
 import { basename, isRootPath, join, parent } from '../paths.js';
-import type { ByteRange, CallArgs, Link, Obj } from '../../drivers/types.js';
+import type { ByteRange, CallArgs, Driver, Link, Obj, ThumbSource } from '../../drivers/types.js';
 import type { ListingCache } from './cache.js';
 import { copyFileSpan } from './file-copy.js';
 import { clampRange, fileStream, openLink } from './link.js';
@@ -223,7 +223,12 @@ export class Vfs implements VfsApi {
    * A file's location, object and link; folders (real or virtual) are IS_A_DIR. The mount stays
    * held (see locate) when this returns.
    */
-  private async fileLink(ctx: AccessContext, path: string): Promise<{ loc: Located; obj: Obj; link: Link }> {
+  private fileLink(ctx: AccessContext, path: string): Promise<{ loc: Located; obj: Obj; link: Link }> {
+    return this.fileCall(ctx, path, (d, obj, args) => d.link(obj, args));
+  }
+
+  /** fileLink with another driver call for the link (a thumbnail's). */
+  private async fileCall<L>(ctx: AccessContext, path: string, call: (d: Driver, obj: Obj, args: CallArgs) => Promise<L>): Promise<{ loc: Located; obj: Obj; link: L }> {
     const vpath = await this.enter(ctx, path);
     const loc = await this.locate(vpath, this.reading(ctx));
     if (!loc) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
@@ -231,7 +236,7 @@ export class Vfs implements VfsApi {
       const obj = await this.tree.objAt(loc.mount, loc.dpath, this.args(ctx));
       if (obj.isDir) throw new VfsError('IS_A_DIR', undefined, { path: vpath });
       const d = this.tree.driver(loc.mount);
-      const link = await this.tree.call(() => d.link(obj, this.args(ctx)));
+      const link = await this.tree.call(() => call(d, obj, this.args(ctx)));
       return { loc, obj, link };
     } catch (e) {
       this.release(loc);
@@ -309,6 +314,20 @@ export class Vfs implements VfsApi {
       }
     };
     return { entry, reader: streamReader(open, () => this.release(loc)), mount };
+  }
+
+  async thumbnail(ctx: AccessContext, path: string, source: ThumbSource): Promise<{ entry: Entry; size?: number; stream: Readable } | undefined> {
+    const { loc, obj, link } = await this.fileCall(ctx, path, async (d, o, args) => d.thumbnail?.(o, { ...args, source }));
+    try {
+      if (!link) return undefined;
+      const stream = await openLink(link, undefined, ctx.signal).catch((e: unknown) => {
+        throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
+      });
+      // A thumbnail is a few KiB, in memory or in a cache file: nothing of the driver to hold on to.
+      return { entry: this.entryOf(loc, obj), size: link.kind === 'url' ? undefined : link.size, stream };
+    } finally {
+      this.release(loc);
+    }
   }
 
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {

@@ -14,6 +14,7 @@
  * Errors are AList's JSON envelope with HTTP 200 (the envelope's error handler).
  */
 import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PERM, type AccessContext, type Principal, type Role } from '../../../src/auth/principal.js';
 import type { Core } from '../../../src/core.js';
@@ -23,7 +24,7 @@ import { signPath, verifySign } from '../../../src/sign.js';
 import type { Entry, StorageInfo } from '../../../src/vfs/types.js';
 import type { RoutePlugin } from '../route-types.js';
 import { ApiError } from '../envelope.js';
-import { extOf, settingOr, typeList } from '../entry.js';
+import { extOf, settingOr, thumbSourceOf, typeList } from '../entry.js';
 import { downProxy, mustProxy } from '../fs-common.js';
 import { knownModTime } from '../../http-date.js';
 import { etagOf, notModified, planRange, preconditionFailed } from '../http-range.js';
@@ -135,6 +136,20 @@ async function serve(core: Core, req: FastifyRequest, reply: FastifyReply, ctx: 
   }
 }
 
+/**
+ * A thumbnail: a PNG made for this request or read from the driver's cache, so without the file's
+ * validators and ranges (AList's answer has neither for a thumbnail it has just made).
+ */
+function serveThumb(req: FastifyRequest, reply: FastifyReply, t: { size?: number; stream: Readable }): FastifyReply {
+  reply.header('Content-Type', 'image/png');
+  if (t.size !== undefined) reply.header('Content-Length', String(t.size));
+  if (req.method === 'HEAD') {
+    t.stream.destroy();
+    return reply.code(200).send();
+  }
+  return reply.code(200).send(t.stream);
+}
+
 type Kind = 'd' | 'p';
 
 /** forward_direct_link_params: copy the request's query onto a 302 target, minus the ignored keys. */
@@ -161,6 +176,11 @@ const routes: RoutePlugin = async (app, { core }) => {
     const name = basename(path);
     const proxied = kind === 'p' || mustProxy(storage) || typeList(core.settings, 'proxy_types').includes(extOf(name));
     if (kind === 'p' && !proxyAllowed(core, storage, name)) throw new ApiError(403, 'proxy not allowed');
+    if (queryString(req, 'type') === 'thumb') {
+      // Through the VFS with the same principal as the file: its password and hide rules hold.
+      const thumb = await core.vfs.thumbnail(ctx, path, thumbSourceOf(core.settings, name));
+      if (thumb) return serveThumb(req, reply, thumb);
+    }
     if (proxied) {
       const dpu = downProxy(storage);
       const q = (req.query ?? {}) as Record<string, unknown>;

@@ -88,8 +88,9 @@ const routes: RoutePlugin = async (app, { core }) => {
       const page = paginate(l.entries, int(f, 'page'), int(f, 'per_page'));
       const mn = mapName();
       const signs = page.length ? await linkSigns(core, ctx, parent(page[0]!.vpath), signed) : () => false;
+      const api = apiUrl(req, core.config.site_url);
       return ok({
-        content: page.map((e) => toObjResp(e, { sign: signIf(core, !e.isDir && signs(e.vpath), e.vpath), settings: core.settings, mapName: mn, listType: true })),
+        content: page.map((e) => toObjResp(e, { sign: signIf(core, !e.isDir && signs(e.vpath), e.vpath), settings: core.settings, mapName: mn, listType: true, api })),
         total: l.entries.length,
         readme: l.facts.readme,
         header: l.facts.header,
@@ -111,7 +112,7 @@ const routes: RoutePlugin = async (app, { core }) => {
       const facts = await core.vfs.facts(ctx, path);
       const required = signRequired(core, storage, facts.passwordProtected);
       const sign = signIf(core, !entry.isDir && (await linkSigns(core, ctx, parent(entry.vpath), required))(entry.vpath), entry.vpath);
-      const obj = toObjResp(entry, { sign, settings: core.settings, mapName: mapName(), listType: false });
+      const obj = toObjResp(entry, { sign, settings: core.settings, mapName: mapName(), listType: false, api: apiUrl(req, core.config.site_url) });
       if (entry.vpath === '/' && entry.name === '') obj.name = 'root';
       return ok({
         ...obj,

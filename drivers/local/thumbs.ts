@@ -1,0 +1,222 @@
+/**
+ * Local's thumbnails (AList's `thumbnail`, `thumb_cache_folder`, `thumb_concurrency` and
+ * `video_thumb_pos` options; its drivers/local getThumb): a PNG 144 px wide, the height keeping the
+ * aspect ratio (Lanczos), of an image or of one video frame at video_thumb_pos. Both are made by
+ * ffmpeg (ffprobe for a video's duration); without ffmpeg the storage works and offers none.
+ *
+ * Orientation: ffmpeg 5.1 (Debian 12's) turns a JPEG's EXIF Orientation into a display matrix and
+ * applies it (autorotate, on by default), as it does a video's rotation: checked with orientation 6
+ * (a 640×320 picture comes out 144×288) and 2 (mirrored). Other formats' EXIF (WebP, TIFF, PNG eXIf)
+ * were not checked, nor older ffmpeg releases.
+ *
+ * With a cache folder the thumbnail is kept as `alist_thumb_<md5 of the host path>.png`, AList's
+ * name, so an AList cache folder is reused. Unlike AList, a cached thumbnail not newer than its file's
+ * last change (ctime: a write, or another file renamed over it) is made anew: AList kept showing a
+ * replaced picture's old thumbnail for good.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import type { Stats } from 'node:fs';
+import { open, rename, rm, stat } from 'node:fs/promises';
+import * as nodePath from 'node:path';
+import { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { VfsError } from '../../src/errors.js';
+import type { Link, ThumbSource } from '../types.js';
+import { Slots } from '../util/slots.js';
+import { abortError } from '../util/streams.js';
+import { tempIn } from './put-file.js';
+
+/** AList's prefix of cached thumbnails' names. */
+export const THUMB_PREFIX = 'alist_thumb_';
+const WIDTH = 144;
+/** A 144 px wide PNG is some tens of KiB: a tool's output past this is refused (a 144 × 10⁵ strip). */
+export const MAX_THUMB_BYTES = 4 << 20;
+/** One ffmpeg or ffprobe run; far above a thumbnail of a 100-megapixel picture on a slow machine. */
+const RUN_TIMEOUT_MS = 30_000;
+/** What a failure message quotes of ffmpeg's own words. */
+const ERR_TEXT = 300;
+
+export interface ThumbSettings {
+  /** Absolute cache folder; '' for none. */
+  cacheFolder: string;
+  /** Thumbnails made at once; 0 for no bound (AList's meaning). */
+  concurrency: number;
+  /** video_thumb_pos: a share of the duration, or seconds into the video. */
+  videoPos: { share: number } | { seconds: number };
+}
+
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/;
+
+/** The options as AList's Init reads them; INVALID (the storage's init error) on a bad value. */
+export function thumbSettings(o: { thumb_cache_folder: string; thumb_concurrency: string; video_thumb_pos: string }): ThumbSettings {
+  const conc = o.thumb_concurrency.trim();
+  if (conc !== '' && !/^\d+$/.test(conc)) throw new VfsError('INVALID', `thumb_concurrency ${o.thumb_concurrency} is not a whole number`);
+  const pos = o.video_thumb_pos.trim() || '20%';
+  const num = pos.endsWith('%') ? pos.slice(0, -1) : pos;
+  const value = NUMBER.test(num) ? Number(num) : NaN;
+  if (!Number.isFinite(value) || value < 0 || (pos.endsWith('%') && value > 100)) {
+    throw new VfsError('INVALID', `invalid video_thumb_pos value: ${o.video_thumb_pos} (seconds, or a percentage between 0% and 100%)`);
+  }
+  return {
+    cacheFolder: o.thumb_cache_folder.trim() === '' ? '' : nodePath.resolve(o.thumb_cache_folder),
+    concurrency: conc === '' ? 0 : Number(conc),
+    videoPos: pos.endsWith('%') ? { share: value / 100 } : { seconds: value },
+  };
+}
+
+/** The file a thumbnail is asked of: its driver-side name, lexical and real host paths, stats. */
+export interface ThumbFile {
+  name: string;
+  host: string;
+  real: string;
+  stats: Stats;
+}
+
+export class Thumbnailer {
+  private ffmpeg: Promise<boolean> | undefined;
+  private readonly slots: Slots | undefined;
+
+  constructor(private readonly s: ThumbSettings, private readonly log: Logger) {
+    this.slots = s.concurrency > 0 ? new Slots(s.concurrency) : undefined;
+  }
+
+  get cacheFolder(): string {
+    return this.s.cacheFolder;
+  }
+
+  /** Whether ffmpeg runs here; asked once, and a missing one is warned about once. */
+  available(): Promise<boolean> {
+    return (this.ffmpeg ??= runs('ffmpeg').then((ok) => {
+      if (!ok) this.log.warn('thumbnails need ffmpeg, which is not installed (Debian: apt-get install ffmpeg): listings offer none and thumbnail requests fail');
+      return ok;
+    }));
+  }
+
+  async link(f: ThumbFile, source: ThumbSource, signal?: AbortSignal): Promise<Link> {
+    if (!source) throw new VfsError('INVALID', `no thumbnail of ${f.name}: it is neither an image nor a video (image_types, video_types settings)`);
+    const cached = this.s.cacheFolder ? nodePath.join(this.s.cacheFolder, `${THUMB_PREFIX}${createHash('md5').update(f.host).digest('hex')}.png`) : '';
+    if (cached) {
+      // A cached thumbnail listed in a storage is its own thumbnail (AList), never one of a thumbnail.
+      if (f.name.startsWith(THUMB_PREFIX)) return { kind: 'file', path: f.real, size: f.stats.size };
+      const st = await stat(cached).catch(() => undefined);
+      if (st?.isFile() && st.mtimeMs > f.stats.ctimeMs) return { kind: 'file', path: cached, size: st.size };
+    }
+    if (!(await this.available())) throw new VfsError('NOT_SUPPORTED', 'thumbnails need ffmpeg, which is not installed on the server');
+    const make = () => this.make(f, source, signal);
+    const png = await (this.slots ? this.slots.run(make, signal) : make());
+    if (cached) await this.keep(cached, png);
+    return {
+      kind: 'range', size: png.length,
+      open: async (r) => Readable.from([png.subarray(r?.start ?? 0, r?.end === undefined ? undefined : r.end + 1)]),
+    };
+  }
+
+  private async make(f: ThumbFile, source: 'image' | 'video', signal?: AbortSignal): Promise<Buffer> {
+    // The tools read the file we opened, as their /dev/fd/3: no file name reaches them. ffmpeg's
+    // image reader takes a `%d` in a name for a numbered sequence (and then read a sibling file).
+    const fh = await open(f.real, 'r');
+    try {
+      const seek: string[] = [];
+      if (source === 'video') {
+        const probed = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'default=noprint_wrappers=1:nokey=1', 'file:/dev/fd/3'], fh.fd, f.name, signal);
+        // Unknown (N/A: a stream without a duration): the first frame rather than a failure.
+        const duration = Number.parseFloat(probed.toString()) || 0;
+        const p = this.s.videoPos;
+        const at = 'share' in p ? duration * p.share : Math.min(p.seconds, duration);
+        // noaccurate_seek: the key frame before `at`, so a position in the last frame still gives one.
+        seek.push('-ss', at.toFixed(3), '-noaccurate_seek');
+      }
+      const png = await run('ffmpeg', [
+        '-v', 'error', '-nostdin', ...seek, '-i', 'file:/dev/fd/3',
+        '-frames:v', '1', '-vf', `scale=${WIDTH}:-1:flags=lanczos`, '-f', 'image2pipe', '-vcodec', 'png', 'pipe:1',
+      ], fh.fd, f.name, signal);
+      if (png.length === 0) throw new VfsError('INVALID', `cannot make a thumbnail of ${f.name}: ffmpeg found no picture in it`);
+      return png;
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /**
+   * Write the cache file whole or not at all: a hidden temp name (put-file's, which listings skip
+   * and sweep when stale), flushed, then renamed. A failure costs the cache, not the request.
+   */
+  private async keep(path: string, png: Buffer): Promise<void> {
+    const tmp = tempIn(nodePath.dirname(path));
+    try {
+      const fh = await open(tmp, 'wx');
+      try {
+        await fh.writeFile(png);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await rename(tmp, path);
+    } catch (e) {
+      await rm(tmp, { force: true }).catch(() => undefined);
+      this.log.warn({ err: e, path }, 'cannot keep a thumbnail in thumb_cache_folder');
+    }
+  }
+}
+
+/** Does `cmd -version` run and succeed. */
+function runs(cmd: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = spawn(cmd, ['-version'], { stdio: 'ignore', timeout: RUN_TIMEOUT_MS });
+    c.on('error', () => resolve(false));
+    c.on('close', (code) => resolve(code === 0));
+  });
+}
+
+/**
+ * Run ffmpeg or ffprobe (argument array, no shell, stdin ignored) on the open file `fd`, given as
+ * its fd 3, and collect what it writes up to MAX_THUMB_BYTES. Killed on abort (the client went
+ * away), after RUN_TIMEOUT_MS and past the cap.
+ */
+function run(cmd: string, args: string[], fd: number, name: string, signal?: AbortSignal): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError(signal));
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
+    const out: Buffer[] = [];
+    let size = 0;
+    let errText = '';
+    let failure: Error | undefined;
+    const stop = (e: Error) => {
+      failure ??= e;
+      child.kill('SIGKILL');
+    };
+    const timer = setTimeout(() => stop(new VfsError('UPSTREAM', `${cmd} took over ${RUN_TIMEOUT_MS / 1000} s on ${name}`, { publicText: 'thumbnail timed out' })), RUN_TIMEOUT_MS);
+    const onAbort = () => stop(abortError(signal));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    // Both piped (stdio above), so present.
+    child.stdout!.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_THUMB_BYTES) stop(new VfsError('INVALID', `cannot make a thumbnail of ${name}: over ${MAX_THUMB_BYTES >> 20} MiB`));
+      else out.push(c);
+    });
+    child.stderr!.on('data', (c: Buffer) => {
+      if (errText.length < 4 * ERR_TEXT) errText += c.toString('utf8');
+    });
+    let settled = false;
+    const settle = (e?: Error) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (e) reject(e);
+      else resolve(Buffer.concat(out));
+    };
+    child.on('error', (e: NodeJS.ErrnoException) => {
+      settle(failure ?? (e.code === 'ENOENT'
+        ? new VfsError('NOT_SUPPORTED', `thumbnails need ${cmd}, which is not installed on the server`)
+        : new VfsError('UPSTREAM', `cannot run ${cmd}`, { cause: e })));
+    });
+    child.on('close', (code) => {
+      if (failure || code === 0) return settle(failure);
+      // What the tool says is about /dev/fd/3 (never a host path): its last line names the problem.
+      const why = errText.trim().split('\n').pop()?.replace(/^file:\/dev\/fd\/3: /, '').slice(0, ERR_TEXT) || `${cmd} exited with ${code}`;
+      settle(new VfsError('INVALID', `cannot make a thumbnail of ${name}: ${why}`));
+    });
+  });
+}
