@@ -56,10 +56,30 @@ export interface ByteRange {
  * How to fetch a file's bytes. `vfs/link.ts` turns any kind into a range-readable stream, so adapters
  * never branch on it except REST/WebDAV redirects (only `url` links may be handed to clients).
  */
-export type Link =
+export type Link = (
   | { kind: 'url'; url: string; headers?: Record<string, string>; expiresAt?: Date }
   | { kind: 'range'; size: number; open(range: ByteRange | undefined, signal?: AbortSignal): Promise<Readable> }
-  | { kind: 'file'; path: string; size: number };
+  | { kind: 'file'; path: string; size: number }
+) & {
+  /**
+   * The storage instances the bytes come from, on a link got through the tree (TreeAccess.link: an
+   * Alias's target). Set by the VFS, never by a driver; a driver passing such a link on keeps it, so
+   * a reader opened through the Alias stops when the target storage is taken out of the tree.
+   */
+  lease?: StorageLease;
+};
+
+/**
+ * Storage instances that work kept open over time (an SFTP handle, a copy task) runs on. The admin
+ * deleting, disabling, moving or re-optioning one of them withdraws it: its files are no longer
+ * where the tree says.
+ */
+export interface StorageLease {
+  /** Throws STORAGE_UNAVAILABLE (naming the storage) once one of them is withdrawn. */
+  check(): void;
+  /** Call `fn` with that error when one is withdrawn (at once if one is); returns the unsubscribe function. */
+  onWithdrawn(fn: (reason: unknown) => void): () => void;
+}
 
 export interface CallArgs {
   signal?: AbortSignal;

@@ -6,8 +6,6 @@
  * Proven with ssh2's SFTP client and REST copy tasks against the real server; the slow copy source is
  * a WebDav storage reading this server's own /dav through a proxy that holds the body back.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -18,9 +16,8 @@ import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { closeHandle, promised as p, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok, putFile } from './fs-helpers.js';
 import { addLocalStorage, holdPutsOf, settle, until } from './tasks-helpers.js';
-import { createStorage } from './remote-servers.js';
+import { createStorage, holdingProxy } from './remote-servers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
-import { INSTANCE_HEADER } from '../drivers/types.js';
 
 type Sftp = ssh2.SFTPWrapper;
 const { STATUS_CODE } = ssh2.utils.sftp;
@@ -142,43 +139,6 @@ describe('an SFTP upload handle opened before the admin changes its storage', ()
     expect(await readFile(join(root, 'up.txt'), 'utf8')).toBe('first second');
   });
 });
-
-/**
- * A proxy to this server's /dav that sends the first `head` bytes of each GET body, then holds the
- * rest until release(): a copy task reading through it is mid-transfer for as long as the test likes.
- */
-async function holdingProxy(target: string, head: number) {
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let sent = 0;
-  const server = http.createServer((req, res) => {
-    // Without the loop guard's header this server's /dav stands in for another one.
-    const headers = { ...req.headers };
-    delete headers[INSTANCE_HEADER];
-    const up = http.request(`${target}${req.url ?? '/'}`, { method: req.method, headers }, (ur) => {
-      res.writeHead(ur.statusCode ?? 502, ur.headers);
-      if (req.method !== 'GET') return void ur.pipe(res);
-      ur.pause();
-      const parts: Buffer[] = [];
-      ur.on('data', (c: Buffer) => parts.push(c));
-      ur.on('end', () => {
-        const all = Buffer.concat(parts);
-        sent += Math.min(head, all.length);
-        res.write(all.subarray(0, head));
-        void gate.then(() => res.end(all.subarray(head)));
-      });
-      ur.resume();
-    });
-    up.once('error', () => res.destroy());
-    req.pipe(up);
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    port, release, sent: () => sent,
-    close: () => new Promise<void>((r) => { release(); server.closeAllConnections(); server.close(() => r()); }),
-  };
-}
 
 describe('a copy task whose destination storage is deleted while its bytes move', () => {
   it('fails naming the storage; the file is not reported copied', async () => {

@@ -3,7 +3,10 @@
  * talks to on loopback (s3rver, sshd, nginx dav, vsftpd), the storage `addition` that aims a driver
  * at its server or at a proxy in front of it, and the storage-create call over REST.
  */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { TestServer } from './harness.js';
+import { INSTANCE_HEADER } from '../drivers/types.js';
 import { startS3rver, type S3rver } from '../drivers/testing/s3rver.js';
 import { startSshd, type Sshd } from '../drivers/testing/sshd.js';
 import { startNginxDav, type NginxDav } from '../drivers/testing/nginx-dav.js';
@@ -57,4 +60,47 @@ export function createStorage(ts: Pick<TestServer, 'api'>, admin: string, mount_
   return ts.api<{ id: number }>('/api/admin/storage/create', {
     token: admin, body: { mount_path, driver, addition: JSON.stringify(addition), cache_expiration: 0, ...extra },
   });
+}
+
+/**
+ * A proxy to this server's /dav that sends the first `head` bytes of each GET body, then holds the
+ * rest until release(): a copy task reading through it is mid-transfer for as long as the test likes.
+ * connections(): the client connections open now (a WebDav storage's, through it).
+ */
+export async function holdingProxy(target: string, head: number) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let sent = 0;
+  let open = 0;
+  const server = http.createServer((req, res) => {
+    // Without the loop guard's header this server's /dav stands in for another one.
+    const headers = { ...req.headers };
+    delete headers[INSTANCE_HEADER];
+    const up = http.request(`${target}${req.url ?? '/'}`, { method: req.method, headers }, (ur) => {
+      res.writeHead(ur.statusCode ?? 502, ur.headers);
+      if (req.method !== 'GET') return void ur.pipe(res);
+      ur.pause();
+      const parts: Buffer[] = [];
+      ur.on('data', (c: Buffer) => parts.push(c));
+      ur.on('end', () => {
+        const all = Buffer.concat(parts);
+        sent += Math.min(head, all.length);
+        res.write(all.subarray(0, head));
+        void gate.then(() => res.end(all.subarray(head)));
+      });
+      ur.resume();
+    });
+    up.once('error', () => res.destroy());
+    req.pipe(up);
+  });
+  server.on('connection', (socket) => {
+    open++;
+    socket.once('close', () => open--);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port, release, sent: () => sent, connections: () => open,
+    close: () => new Promise<void>((r) => { release(); server.closeAllConnections(); server.close(() => r()); }),
+  };
 }

@@ -102,6 +102,8 @@ export class WriteHandle {
   unlinked = false;
   /** The storage instance the put runs on (told at onTarget): asked before each request (cutOff). */
   private lease?: StorageLease;
+  /** Stops waiting for the lease's withdrawal (once the put has settled). */
+  private unwatch?: () => void;
 
   constructor(
     private readonly vfs: VfsApi,
@@ -145,10 +147,13 @@ export class WriteHandle {
     this.put = this.vfs.put(this.ctx, this.path, this.body, {
       overwrite: this.opts.overwrite, parents: false, release: this.opts.release, onTarget: (_existed, lease) => {
         this.lease = lease;
+        this.unwatch = lease?.onWithdrawn(() => this.withdrawn());
         this.markReady();
       },
     });
     this.put.catch((e: unknown) => this.fail(e));
+    const unwatch = () => this.unwatch?.();
+    void this.put.then(unwatch, unwatch);
     await Promise.race([this.ready, this.put.then(() => undefined, () => undefined)]);
     if (this.error) {
       await this.dropSpill();
@@ -185,6 +190,15 @@ export class WriteHandle {
       this.abort(e);
       return e;
     }
+  }
+
+  /**
+   * The storage was withdrawn: the put is aborted now, not at the handle's next request, so the old
+   * instance is let go (the driver drops its temp file, a remote one its connection) while the
+   * client leaves the handle idle. The WRITEs under way finish first; a CLOSE under way lands.
+   */
+  private withdrawn(): void {
+    void this.chain.then(() => void (!this.closing && this.cutOff()));
   }
 
   write(offset: number, data: Buffer): Promise<void> {

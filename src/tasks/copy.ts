@@ -15,7 +15,7 @@ import { join, parent } from '../paths.js';
 import type { VfsApi } from '../vfs/types.js';
 import type { Creator, TaskManager } from './manager.js';
 import type { KindRunner, TaskHandle, TaskInfo } from './types.js';
-import { fmtWhere, pinStorage, storagePin, whereOf, type StoragePin } from './where.js';
+import { fmtWhere, pinStorage, storageGone, storagePin, whereOf, type StoragePin } from './where.js';
 
 /** Child tasks a folder copy creates before waiting for them to be written (one store write). */
 const SPAWN_BATCH = 100;
@@ -93,6 +93,14 @@ export function copyRunner(vfs: VfsApi): KindRunner {
       }
       const stop = () => r.stream.destroy(new Error('canceled'));
       t.signal.addEventListener('abort', stop, { once: true });
+      // The source storage taken out of the tree (deleted, disabled, changed) while the bytes move:
+      // the copy stops (its put's body fails, landing nothing) and fails naming it. It went on
+      // reading the old instance and reported the file copied from a storage the admin had removed.
+      let srcGone = false;
+      const unwatch = r.lease?.onWithdrawn((reason) => {
+        srcGone = true;
+        r.stream.destroy(reason instanceof Error ? reason : new Error(String(reason)));
+      });
       try {
         // The route refused an existing target before the task was made; a resumed task may find
         // its own earlier result there, so the copy replaces it.
@@ -103,10 +111,12 @@ export function copyRunner(vfs: VfsApi): KindRunner {
           size: entry.size, modified: entry.modified, overwrite: true, onlyOn,
           onProgress: (b) => t.setProgress(entry.size > 0 ? (b * 100) / entry.size : 100),
         }).catch(async (e: unknown) => {
+          if (srcGone && pins.src_storage) throw storageGone(ctx, pins.src_storage, 'source');
           await checkPins(vfs, t, { ...a, ...pins }); // a storage gone: fail naming it, without retries
           throw e;
         });
       } finally {
+        unwatch?.();
         t.signal.removeEventListener('abort', stop);
         if (!r.stream.destroyed) r.stream.destroy();
       }

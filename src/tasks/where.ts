@@ -54,8 +54,11 @@ export async function pinStorage(vfs: VfsApi, ctx: AccessContext, userPath: stri
   // With a pin, a path nothing serves now (NOT_FOUND: no storage at `/` either) is the pinned storage
   // gone too: the task failed `object not found` after its retries, not naming the storage.
   const s = await vfs.storageOf(ctx, userPath).catch((e: unknown) => (pin && isVfsError(e, 'NOT_FOUND') ? undefined : Promise.reject(e)));
-  if (pin && (!s || s.id !== pin.id || s.mountPath !== pin.mount)) {
-    throw new FatalTaskError(`${end} storage [${shownMount(ctx, pin.mount)}] was deleted or changed`);
-  }
+  if (pin && (!s || s.id !== pin.id || s.mountPath !== pin.mount)) throw storageGone(ctx, pin, end);
   return s && { id: s.id, mount: s.mountPath };
+}
+
+/** A task's failure when its pinned storage (`end`: source, destination) was deleted, disabled or changed. */
+export function storageGone(ctx: AccessContext, pin: StoragePin, end: string): FatalTaskError {
+  return new FatalTaskError(`${end} storage [${shownMount(ctx, pin.mount)}] was deleted or changed`);
 }

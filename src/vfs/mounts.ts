@@ -29,7 +29,7 @@
 import type { Logger } from 'pino';
 import { STORAGE_DISABLED_MESSAGE, VfsError } from '../errors.js';
 import { join, parent, segments } from '../paths.js';
-import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type TreeAccess } from '../../drivers/types.js';
+import { capabilitiesOf, type Capabilities, type Driver, type DriverDefinition, type StorageLease, type TreeAccess } from '../../drivers/types.js';
 import { parseOptions, type DriverRegistry } from '../../drivers/registry.js';
 import type { StorageRecord } from '../store/types.js';
 import type { Entry, StorageInfo } from './types.js';
@@ -112,6 +112,12 @@ export class MountTable {
   private readonly draining = new Set<Mount>();
   /** Which member of a `.balance` group serves each request. */
   private readonly balance = new Balancer();
+  /**
+   * Instances someone waits on the withdrawal of (lease().onWithdrawn), with how many wait. Judged
+   * again at each change of their storage, as draining ones are: an instance that holds nothing (an
+   * SFTP handle reading a Local file by its descriptor) is withdrawn at the change that removes it.
+   */
+  private readonly awaited = new Map<Mount, number>();
 
   constructor(private readonly deps: MountTableDeps) {}
 
@@ -260,7 +266,7 @@ export class MountTable {
     m.retired = true;
     // Judged now, while the table holds what replaced it: this one, and those of the same storage still draining.
     this.serves(m);
-    for (const d of this.draining) if (d.id === m.id) this.serves(d);
+    for (const d of [...this.draining, ...this.awaited.keys()]) if (d.id === m.id) this.serves(d);
     this.deps.cache?.dropMount(m.id);
     if (!this.all().some((o) => o.vpath === m.vpath)) this.balance.forget(m.vpath);
     const stopWatch = this.watching.get(m.id);
@@ -322,6 +328,36 @@ export class MountTable {
   /** serves(m), throwing the withdrawal's STORAGE_UNAVAILABLE when it does not. */
   assertServes(m: Mount): void {
     if (!this.serves(m)) throw m.withdrawal.signal.reason;
+  }
+
+  /** `m` for work that goes on using it over time (see the header): asked, or told, once it is withdrawn. */
+  lease(m: Mount): StorageLease {
+    return { check: () => this.assertServes(m), onWithdrawn: (fn) => this.onWithdrawn(m, fn) };
+  }
+
+  private onWithdrawn(m: Mount, fn: (reason: unknown) => void): () => void {
+    const signal = m.withdrawal.signal;
+    if (!this.serves(m)) {
+      fn(signal.reason);
+      return () => undefined;
+    }
+    let waiting = true;
+    const stopWaiting = () => {
+      if (!waiting) return;
+      waiting = false;
+      signal.removeEventListener('abort', listener);
+      const n = this.awaited.get(m)! - 1;
+      if (n > 0) this.awaited.set(m, n);
+      else this.awaited.delete(m);
+    };
+    // Told once: the retired instance leaves `awaited` then, not when the handle is closed (maybe never).
+    const listener = () => {
+      stopWaiting();
+      fn(signal.reason);
+    };
+    signal.addEventListener('abort', listener, { once: true });
+    this.awaited.set(m, (this.awaited.get(m) ?? 0) + 1);
+    return stopWaiting;
   }
 
   get(id: number): Mount | undefined {

@@ -9,6 +9,7 @@ import { fstatSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import { toVfsError } from '../errors.js';
+import type { StorageLease } from '../../drivers/types.js';
 
 export interface PositionalReader {
   /** Read up to `length` bytes at `position` into `buf` (from its start); 0 at or past the end. */
@@ -18,22 +19,46 @@ export interface PositionalReader {
 }
 
 /**
- * `reader` while `check` passes: each read runs it first. The first refusal (its storage withdrawn:
- * MountTable.serves) closes the reader, giving back its descriptor or its hold on the storage, and is
- * thrown, as it is for every read after (the check stays failed).
+ * `reader` while `lease` holds: each read checks it first, and is refused (STORAGE_UNAVAILABLE) once
+ * its storage is withdrawn (MountTable.serves). The reader is closed at the withdrawal itself, not at
+ * the next read: its descriptor, stream and hold on the old instance are given back, so an idle SFTP
+ * handle no longer keeps a removed storage's driver (a remote one's connections) alive until the
+ * client closes it. A read under way at that moment finishes first.
  */
-export function checkedReader(reader: PositionalReader, check: () => void): PositionalReader {
+export function checkedReader(reader: PositionalReader, lease: StorageLease): PositionalReader {
+  let reading = 0;
+  let withdrawn = false;
+  let closed = false;
+  const closeIfIdle = () => {
+    if (!withdrawn || reading > 0 || closed) return;
+    closed = true;
+    void reader.close().catch(() => undefined);
+  };
+  const off = lease.onWithdrawn(() => {
+    withdrawn = true;
+    closeIfIdle();
+  });
   return {
     async read(buf, length, position) {
       try {
-        check();
+        lease.check();
       } catch (e) {
-        await reader.close();
+        withdrawn = true;
+        closeIfIdle();
         throw e;
       }
-      return reader.read(buf, length, position);
+      reading++;
+      try {
+        return await reader.read(buf, length, position);
+      } finally {
+        reading--;
+        closeIfIdle();
+      }
     },
-    close: () => reader.close(),
+    close: () => {
+      off();
+      return reader.close();
+    },
   };
 }
 

@@ -36,7 +36,7 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
       // the tree instead, as AList's alias links to the storage's /p.
       const proxies = storage.webProxy || storage.config.only_proxy || storage.config.only_local;
       if (link.kind !== 'url' || !proxies) return link;
-      return { kind: 'range', size: entry.size, open: async (range, signal) => (await vfs.read(ctx(signal), path, range)).stream };
+      return { kind: 'range', size: entry.size, open: async (range, signal) => (await vfs.read(ctx(signal), path, range)).stream, lease: link.lease };
     },
     mkdir: async (path, a) => toObj(await vfs.mkdir(ctx(a.signal), path)),
     moveTo: async (src, dst, a) => toObj(await vfs.moveTo(ctx(a.signal), src, dst)),

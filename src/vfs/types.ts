@@ -11,7 +11,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { AccessContext } from '../auth/principal.js';
-import type { ByteRange, Capabilities, DriverConfigFlags, Link, ThumbSource } from '../../drivers/types.js';
+import type { ByteRange, Capabilities, DriverConfigFlags, Link, StorageLease, ThumbSource } from '../../drivers/types.js';
 import type { PositionalReader } from './positional.js';
 
 /** A file or folder as the VFS shows it: the driver's Obj plus where it is in the tree. */
@@ -77,6 +77,12 @@ export interface ReadResult {
   /** The byte range actually served (inclusive end). */
   start: number;
   end: number;
+  /**
+   * The storage instances the bytes come from (an Alias's target too), for readers that keep going
+   * for long (a copy task): withdrawn, the bytes still flowing come from a storage the admin took out
+   * of the tree. The VFS always gives it; stand-ins of the VFS in unit tests may not.
+   */
+  lease?: StorageLease;
 }
 
 export interface PutOptions {
@@ -111,13 +117,11 @@ export interface PutOptions {
 }
 
 /**
- * The storage instance an upload runs on (PutOptions.onTarget), for callers that keep acting on it
- * over time: an SFTP upload handle's every WRITE and its CLOSE are new requests.
+ * The storage instance an upload runs on (PutOptions.onTarget), or those a read's bytes come from
+ * (ReadResult.lease), for callers that keep acting on them over time: an SFTP upload handle's every
+ * WRITE and its CLOSE are new requests; a copy task streams for as long as the file takes.
  */
-export interface StorageLease {
-  /** Throws STORAGE_UNAVAILABLE once the instance no longer serves (deleted, disabled, moved, options changed). */
-  check(): void;
-}
+export type { StorageLease };
 
 export interface RemoveOptions {
   /**

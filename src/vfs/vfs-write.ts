@@ -100,7 +100,7 @@ export class VfsWriter {
         name: basename(vpath), size: opts.size, modified: opts.modified, hashes: opts.hashes, onProgress: opts.onProgress, release: opts.release, signal,
         ...(opts.overwrite === false ? { noReplace: true } : {}),
       };
-      const lease: StorageLease = { check: () => mounts.assertServes(loc.mount) };
+      const lease: StorageLease = mounts.lease(loc.mount);
       const onTarget = opts.onTarget && ((existed: boolean) => opts.onTarget!(existed, lease));
       let made: Obj | void;
       try {

@@ -19,7 +19,8 @@ import type { MetaRules } from './meta.js';
 import type { Mount, MountTable } from './mounts.js';
 import { WRITE, type Intent } from './balance.js';
 import { toEntry, Tree } from './tree.js';
-import type { DirFacts, Entry, Listing, MkdirOptions, PutOptions, ReadResult, RemoveOptions, StorageInfo, TransferOptions, VfsApi } from './types.js';
+import type { DirFacts, Entry, Listing, MkdirOptions, PutOptions, ReadResult, RemoveOptions, StorageInfo, StorageLease, TransferOptions, VfsApi } from './types.js';
+import { joinLeases } from './lease.js';
 import { VfsTransfer } from './vfs-transfer.js';
 import { VfsWriter } from './vfs-write.js';
 import { ChangeFeed, type VfsChange, type VfsChangeListener } from './events.js';
@@ -260,7 +261,7 @@ export class Vfs implements VfsApi {
         let stream: Readable | undefined;
         const { path: host } = link;
         return {
-          entry, start: span.start, end: span.end,
+          entry, start: span.start, end: span.end, lease: this.leaseOf(loc, link),
           get stream() {
             return (stream ??= fileStream(host, span, ctx.signal));
           },
@@ -274,7 +275,7 @@ export class Vfs implements VfsApi {
         throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
       }
       held = stream;
-      return { entry, stream, start: span.start, end: span.end, sendTo: (dest) => pipeline(stream, dest) };
+      return { entry, stream, start: span.start, end: span.end, sendTo: (dest) => pipeline(stream, dest), lease: this.leaseOf(loc, link) };
     } finally {
       if (held) finished(held, () => this.release(loc));
       else this.release(loc);
@@ -287,13 +288,13 @@ export class Vfs implements VfsApi {
    * disabled, moved, options changed: MountTable.serves), however long the reader stays open.
    */
   async openReader(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader }> {
-    const { entry, reader, mount } = await this.openReaderOn(ctx, path);
-    return { entry, reader: checkedReader(reader, () => this.deps.mounts.assertServes(mount)) };
+    const { entry, reader, lease } = await this.openReaderOn(ctx, path);
+    return { entry, reader: checkedReader(reader, lease) };
   }
 
-  private async openReaderOn(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader; mount: Mount }> {
+  private async openReaderOn(ctx: AccessContext, path: string): Promise<{ entry: Entry; reader: PositionalReader; lease: StorageLease }> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
-    const mount = loc.mount;
+    const lease = this.leaseOf(loc, link);
     const entry = this.entryOf(loc, obj);
     if (link.kind === 'file') {
       this.release(loc);
@@ -302,7 +303,7 @@ export class Vfs implements VfsApi {
         throw fromErrno(e, loc.vpath);
       });
       const same = stats.size === entry.size && stats.mtime.getTime() === entry.modified.getTime();
-      return { entry: same ? entry : { ...entry, size: stats.size, modified: stats.mtime, hashes: undefined }, reader, mount };
+      return { entry: same ? entry : { ...entry, size: stats.size, modified: stats.mtime, hashes: undefined }, reader, lease };
     }
     const size = link.kind === 'url' ? obj.size : link.size;
     const open = async (position: number) => {
@@ -313,7 +314,15 @@ export class Vfs implements VfsApi {
         throw e instanceof VfsError ? e : new VfsError('UPSTREAM', undefined, { path: loc.vpath, cause: e });
       }
     };
-    return { entry, reader: streamReader(open, () => this.release(loc)), mount };
+    return { entry, reader: streamReader(open, () => this.release(loc)), lease };
+  }
+
+  /**
+   * The storage instances `link`'s bytes come from: `loc`'s, and those of a link the driver got
+   * through the tree (an Alias's target: the tree's link carries its own lease).
+   */
+  private leaseOf(loc: Located, link: Link): StorageLease {
+    return joinLeases(this.deps.mounts.lease(loc.mount), link.lease);
   }
 
   async thumbnail(ctx: AccessContext, path: string, source: ThumbSource): Promise<{ entry: Entry; size?: number; stream: Readable } | undefined> {
@@ -333,7 +342,8 @@ export class Vfs implements VfsApi {
   async link(ctx: AccessContext, path: string): Promise<{ entry: Entry; link: Link; storage: StorageInfo }> {
     const { loc, obj, link } = await this.fileLink(ctx, path);
     this.release(loc);
-    return { entry: this.entryOf(loc, obj), link: link.kind === 'range' ? this.holding(loc, link) : link, storage: this.deps.mounts.info(loc.mount) };
+    const lease = this.leaseOf(loc, link);
+    return { entry: this.entryOf(loc, obj), link: { ...(link.kind === 'range' ? this.holding(loc, link) : link), lease }, storage: this.deps.mounts.info(loc.mount) };
   }
 
   /**
