@@ -8,7 +8,6 @@
  * is a WebDav one reading this server's own /dav through a proxy that holds the body back.
  */
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readlinkSync } from 'node:fs';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -18,6 +17,7 @@ import { closeHandle, promised as p, statusCode, withSsh2Sftp, writeAt } from '.
 import { ok } from './fs-helpers.js';
 import { addLocalStorage, settle, until } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
+import { fdsOn } from './open-fds.js';
 
 type Sftp = ssh2.SFTPWrapper;
 const { STATUS_CODE } = ssh2.utils.sftp;
@@ -57,19 +57,6 @@ async function change(what: Change, row: Row): Promise<void> {
   if (what === 'delete') return ok(await post(`/api/admin/storage/delete?id=${row.id}`));
   if (what === 'disable') return ok(await post(`/api/admin/storage/disable?id=${row.id}`));
   ok(await post('/api/admin/storage/update', { ...row, remark: 'edited' }));
-}
-
-/** Descriptors of this process (the server runs in it) open on `path`. */
-function fdsOn(path: string): number {
-  let n = 0;
-  for (const fd of readdirSync('/proc/self/fd')) {
-    try {
-      if (readlinkSync(`/proc/self/fd/${fd}`) === path) n++;
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return n;
 }
 
 const read = (s: Sftp, h: Buffer, off: number, len: number) =>

@@ -4,7 +4,7 @@
  * uploads, listings under removals, storage disable/edit under transfers, many clients at once.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, readlink, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
@@ -13,6 +13,7 @@ import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { ok } from './fs-helpers.js';
 import { uploadLeftovers } from './clients/sftp.js';
 import { addLocalStorage } from './tasks-helpers.js';
+import { openFiles } from './open-fds.js';
 
 const STATUS = ssh2.utils.sftp.STATUS_CODE;
 type Sftp = ssh2.SFTPWrapper;
@@ -99,15 +100,6 @@ async function sftpGet(sftp: Sftp, path: string): Promise<Buffer> {
 }
 
 /** The process' descriptors that are not sockets (files, inotify, pipes), by what they point at. */
-async function fileFds(): Promise<string[]> {
-  const out: string[] = [];
-  for (const fd of await readdir('/proc/self/fd')) {
-    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
-    if (target && !target.startsWith('socket:')) out.push(target);
-  }
-  return out;
-}
-
 /** Whether `cond` came true within `ms`. */
 async function until(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) if (await cond()) return true;
@@ -141,7 +133,7 @@ afterAll(async () => {
 describe('reads racing a replacement', () => {
   it('an SFTP handle opened before the file is replaced, deleted or renamed reads the old file whole', async () => {
     const sftp = await connect();
-    const before = (await fileFds()).length;
+    const before = (await openFiles()).length;
     for (let i = 0; i < 20; i++) {
       const oldB = Buffer.alloc(1000 + i, 'o');
       const newB = Buffer.alloc(200_000 + i, 'n');
@@ -162,7 +154,7 @@ describe('reads racing a replacement', () => {
     }
     for (const c of conns.splice(0)) c.end();
     // The handles' descriptors are closed again.
-    expect(await until(async () => (await fileFds()).length <= before, 10_000)).toBe(true);
+    expect(await until(async () => (await openFiles()).length <= before, 10_000)).toBe(true);
   });
 
   it('HTTP GETs (REST /d, WebDAV) racing renames over the file get one whole file or a cut body', async () => {
@@ -331,7 +323,7 @@ describe('a storage disabled or edited under transfers', () => {
     const half = 1 << 20;
     await writeFile(join(root, 'src.bin'), big);
     const u = new URL(s.url);
-    const baseline = await fileFds();
+    const baseline = await openFiles();
     for (const action of ['disable', 'update'] as const) {
       const sftp = await connect();
       // In flight when the storage changes: an SFTP upload and download, WebDAV and REST uploads
@@ -398,14 +390,14 @@ describe('a storage disabled or edited under transfers', () => {
       for (const c of conns.splice(0)) c.end();
     }
     // Descriptors other than sockets (keep-alive connections come and go): back to where they were.
-    expect(await until(async () => (await fileFds()).length <= baseline.length, 10_000), JSON.stringify({ baseline, now: await fileFds() })).toBe(true);
+    expect(await until(async () => (await openFiles()).length <= baseline.length, 10_000), JSON.stringify({ baseline, now: await openFiles() })).toBe(true);
   });
 });
 
 describe('many clients on one folder', () => {
   it('20 SFTP and 6 WebDAV clients creating, renaming and deleting shared names: REST sees what is on disk', async () => {
     ok(await s.api('/api/fs/mkdir', { token: admin, body: { path: '/crowd' } }));
-    const baseline = await fileFds();
+    const baseline = await openFiles();
     const sftps = await Promise.all(Array.from({ length: 20 }, () => connect()));
     const answers = new Set<string>();
     const sftpAnswer = (what: string, call: (cb: (e: (Error & { code?: number }) | null | undefined) => void) => void) =>
@@ -454,6 +446,6 @@ describe('many clients on one folder', () => {
     // An SFTP v3 RENAME onto an existing name has no status of its own: FAILURE, naming the file.
     expect([...answers].map((a) => a.replace(/file \[n\d(\.r)?\] exists$/, 'file exists')).filter((a) => !allowed.has(a))).toEqual([]);
     for (const c of conns.splice(0)) c.end();
-    expect(await until(async () => (await fileFds()).length <= baseline.length, 10_000), JSON.stringify({ baseline, now: await fileFds() })).toBe(true);
+    expect(await until(async () => (await openFiles()).length <= baseline.length, 10_000), JSON.stringify({ baseline, now: await openFiles() })).toBe(true);
   });
 });

@@ -5,7 +5,7 @@
  * at run time closes its spooled file.
  */
 import { randomBytes } from 'node:crypto';
-import { readdir, readFile, readlink } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
@@ -13,6 +13,7 @@ import { mkdir, ok, PERM, putFile, startRestServer } from './fs-helpers.js';
 import { holdPutsOf, settle, tasksOf, until } from './tasks-helpers.js';
 import { startFileServer, startQbittorrent, webSeedTorrent, type FileServer, type Qbittorrent } from './offline-helpers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
+import { openFiles } from './open-fds.js';
 
 let ts: TestServer;
 let admin: string;
@@ -99,15 +100,6 @@ it('cancelling a qBittorrent download while it seeds removes its torrent from qB
 }, 90_000);
 
 /** Descriptors of this process (the server runs in it) open on a file below `dir`. */
-async function fdsBelow(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const fd of await readdir('/proc/self/fd')) {
-    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
-    if (target.startsWith(dir)) out.push(target);
-  }
-  return out;
-}
-
 it('an As-Task upload whose put is refused at run time closes its spooled file (its descriptor and disk space were held for good)', async () => {
   ok(await ts.api('/api/admin/setting/save', { token: admin, body: [{ key: 'upload_task_threads_num', value: '1' }] }));
   const spool = join(ts.dataDir, 'temp', 'upload');
@@ -121,7 +113,7 @@ it('an As-Task upload whose put is refused at run time closes its spooled file (
     hold.release();
     const done = (await settle(ts, admin, 'upload')).find((t) => t.id === r.data.task.id)!;
     expect(done.state).toBe(7);
-    await until('the spooled file to be closed', async () => ((await fdsBelow(spool)).length === 0 ? true : undefined), 3_000, 50);
+    await until('the spooled file to be closed', async () => (!openFiles().some((t) => t.startsWith(spool)) ? true : undefined), 3_000, 50);
   } finally {
     hold.restore();
   }

@@ -4,12 +4,12 @@
  * descriptor held for good per refused copy.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { davClient, type DavClient } from './clients/webdav.js';
+import { fdsOn } from './open-fds.js';
 
 let ts: TestServer;
 let dav: DavClient;
@@ -19,19 +19,6 @@ beforeAll(async () => {
   dav = davClient(ts.url, 'admin', ADMIN_PASSWORD);
 });
 afterAll(async () => ts?.close());
-
-/** Descriptors of this process (the server runs in it) open on `path`. */
-function fdsOn(path: string): number {
-  let n = 0;
-  for (const fd of readdirSync('/proc/self/fd')) {
-    try {
-      if (readlinkSync(`/proc/self/fd/${fd}`) === path) n++;
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return n;
-}
 
 it('a copy refused by the put closes its source', async () => {
   const storage = join(ts.dataDir, 'storage');
