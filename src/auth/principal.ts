@@ -77,4 +77,10 @@ export interface AccessContext {
   /** Meta path password sent with the request (REST body/header); WebDAV and SFTP have none. */
   readonly password?: string;
   readonly signal?: AbortSignal;
+  /**
+   * The request served, when a protocol makes several contexts for one (a /d link looked at as the
+   * link principal, then opened signed): in a `.balance` group every read of it gets one member, and
+   * it takes one turn. Default: the context itself.
+   */
+  readonly request?: object;
 }

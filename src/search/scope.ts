@@ -54,17 +54,25 @@ export class IndexScope {
     return out;
   }
 
-  /** The mount paths of every storage now. */
+  /**
+   * Where every storage sits in the tree now (Mount.vpath: a `.balance` member's mount path is no
+   * place in the tree, its rows are at its group's path).
+   */
   mountPaths(): string[] {
-    return this.mounts.all().map((m) => m.record.mount_path);
+    return this.mounts.all().map((m) => m.vpath);
   }
 
   /**
-   * Mount paths of the disabled storages: listings leave them out, but their rows stay in the index
-   * (service.ts answers none of them while disabled; enabling brings them back at once).
+   * Tree paths of the disabled storages: listings leave them out, but their rows stay in the index
+   * (service.ts answers none of them while disabled; enabling brings them back at once). A `.balance`
+   * group's path only once all its members are disabled: until then another member serves it.
    */
   offlinePaths(): string[] {
-    return this.mounts.all().filter((m) => m.record.disabled || m.status === STATUS_DISABLED).map((m) => m.record.mount_path);
+    const all = this.mounts.all();
+    const off = (m: Mount) => m.record.disabled || m.status === STATUS_DISABLED;
+    const paths = new Set(all.filter(off).map((m) => m.vpath));
+    for (const m of all) if (!off(m)) paths.delete(m.vpath);
+    return [...paths];
   }
 
   /** Does a storage's content go into the index (also decides which storages are watched). */
@@ -72,11 +80,11 @@ export class IndexScope {
     return !m.record.disable_index;
   }
 
-  /** The storage owning `vpath` (longest mount path on whole segments), if any. */
+  /** The storage owning `vpath` (longest tree path on whole segments), if any. */
   private owner(vpath: string): Mount | undefined {
     let best: Mount | undefined;
     for (const m of this.mounts.all()) {
-      if (isWithin(m.record.mount_path, vpath) && (!best || m.segments.length > best.segments.length)) best = m;
+      if (isWithin(m.vpath, vpath) && (!best || m.segments.length > best.segments.length)) best = m;
     }
     return best;
   }
@@ -98,7 +106,7 @@ export class IndexScope {
     }
     for (const m of this.mounts.all()) {
       const name = m.segments[depth];
-      if (m.segments.length === depth + 1 && !apart.has(name!) && isWithin(dir, m.record.mount_path)) apart.set(name!, this.storageIndexed(m));
+      if (m.segments.length === depth + 1 && !apart.has(name!) && isWithin(dir, m.vpath)) apart.set(name!, this.storageIndexed(m));
     }
     const owner = this.owner(dir);
     const rest = !owner || this.storageIndexed(owner);

@@ -15,7 +15,7 @@ import { VfsError } from '../errors.js';
 import { isWithin, join, normalize } from '../paths.js';
 import type { Settings } from '../settings/settings.js';
 import type { MetaRules } from '../vfs/meta.js';
-import { STATUS_DISABLED, type MountTable } from '../vfs/mounts.js';
+import type { MountTable } from '../vfs/mounts.js';
 import type { Vfs } from '../vfs/vfs.js';
 import { IndexBuilder, type IndexProgress } from './builder.js';
 import { SearchQueries, type OfflineStorage, type SearchPage } from './query.js';
@@ -199,13 +199,8 @@ export class SearchService {
    * them either. A storage whose init failed keeps its rows visible: that is usually passing.
    */
   private offline(): OfflineStorage[] {
-    const all = this.deps.mounts.all();
-    return all
-      .filter((m) => m.record.disabled || m.status === STATUS_DISABLED)
-      .map((m) => {
-        const path = m.record.mount_path;
-        return { path, inner: all.map((o) => o.record.mount_path).filter((p) => p !== path && isWithin(path, p)) };
-      });
+    const all = this.scope.mountPaths();
+    return this.scope.offlinePaths().map((path) => ({ path, inner: all.filter((p) => p !== path && isWithin(path, p)) }));
   }
 
   /** admin/index/build: (clear and) index the tree in the background. */

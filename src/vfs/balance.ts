@@ -26,6 +26,11 @@ export function treePosition(mountPath: string): { segments: string[]; balanced:
   return { segments: name ? [...segs.slice(0, -1), name] : segs.slice(0, -1), balanced: true };
 }
 
+/** treePosition as a path (`/test.balance1` → `/test`): what mirrors of the tree know a storage by. */
+export function treePath(mountPath: string): string {
+  return '/' + treePosition(mountPath).segments.join('/');
+}
+
 /** Storages in the order AList lists them: by order, then mount path. */
 export function byOrder(a: Mount, b: Mount): number {
   const d = a.record.order - b.record.order;
@@ -41,7 +46,8 @@ export function working(m: Mount): boolean {
 /**
  * What a path is resolved for, which matters in a group only (Balancer.pick): `write` goes to the
  * group's primary; `read` takes turns among its working members, and every read made for one
- * `request` (any object standing for it: the VFS passes its AccessContext) gets the same member.
+ * `request` (any object standing for it: the VFS passes AccessContext.request, else the context)
+ * gets the same member.
  */
 export type Intent = { readonly kind: 'write' } | { readonly kind: 'read'; readonly request: object };
 export const WRITE: Intent = { kind: 'write' };

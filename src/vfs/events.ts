@@ -15,6 +15,9 @@
  * - `mounted`: a storage now serves `vpath` (created, or moved there): whatever another storage's
  *   folder held at `vpath` is no longer served below it, except under the other mount paths `mounts`.
  *   The new storage's entries are not announced (nothing has listed them yet).
+ *   For `unmounted`, `mounted` and `remounted`, `vpath` and `mounts` are tree paths (a `.balance`
+ *   member sits at its group's path); a member leaving or joining a group that still serves the
+ *   place announces nothing.
  * - `remounted`: the storage at `vpath` was edited in place (its options or disable_index changed):
  *   it may serve other entries there now (another root folder, bucket or alias target), or the same
  *   ones (or its entries are no longer indexed). Mounts inside are `mounts`, as above. Not

@@ -401,7 +401,7 @@ export class MountTable {
   async resolve(vpath: string, intent: Intent = WRITE): Promise<Resolution> {
     const segs = segments(vpath);
     for (let group = this.owners(segs); group.length; group = this.owners(segs)) {
-      await Promise.all(group.map((m) => m.ready));
+      await this.readyFor(group, intent);
       // Replaced, removed or joined meanwhile: the table decides again.
       const now = this.owners(segs);
       if (now.length !== group.length || now.some((m, i) => m !== group[i])) continue;
@@ -415,6 +415,20 @@ export class MountTable {
     }
     if (segs.length === 0 || this.hasMountsBelow(vpath)) return { kind: 'virtual' };
     throw new VfsError('NOT_FOUND', undefined, { path: vpath });
+  }
+
+  /**
+   * What `resolve` waits for in `group`: only the members that may serve `intent`. A read with a
+   * member working now does not wait for the others' init (a member re-enabled or edited, its
+   * backend slow, held up the whole group's folder for up to the init timeout); a write waits for
+   * the unsuffixed primary. Otherwise every member: which one serves depends on which init works.
+   */
+  private readyFor(group: readonly Mount[], intent: Intent): Promise<unknown> {
+    if (group.length === 1) return group[0]!.ready; // the usual case: no array of promises per request
+    if (intent.kind === 'read' && group.some(working)) return Promise.resolve();
+    const primary = group.find((m) => !m.balanced);
+    if (intent.kind === 'write' && primary) return primary.ready;
+    return Promise.all(group.map((m) => m.ready));
   }
 
   private isBelow(m: Mount, segs: readonly string[]): boolean {

@@ -19,6 +19,7 @@ import type { Store } from '../store/store.js';
 import type { StorageRecord } from '../store/types.js';
 import { STATUS_DISABLED, STATUS_WORK, type MountTable } from './mounts.js';
 import type { ChangeFeed } from './events.js';
+import { treePath } from './balance.js';
 
 /** What create/update accept: a storage JSON as the admin page sends it (status/modified ignored). */
 export type StorageInput = Partial<Omit<StorageRecord, 'status' | 'modified'>> & { mount_path: string; driver: string };
@@ -145,7 +146,7 @@ export class StorageService {
     const rec = this.prepare(input);
     const saved = await inDatabase('create', () => this.store.storages.insert({ ...rec, id: input.id || undefined }));
     const change = await this.serial(saved.id, () => this.activate(saved));
-    this.mounted(saved.mount_path);
+    this.mounted(treePath(saved.mount_path), saved.id);
     if (change.error) {
       change.error = new VfsError('STORAGE_UNAVAILABLE', `failed init storage but storage is already created: ${change.error.message}`);
     }
@@ -170,25 +171,42 @@ export class StorageService {
     } else change = await this.activate(saved);
     // Nothing is served at the old mount path any more: mirrors drop it, as after a deletion.
     // Mirrors drop what the folder of another storage held at the new one (it no longer serves there).
-    if (saved.mount_path !== old.mount_path) {
-      this.unmounted(old.mount_path);
-      this.mounted(saved.mount_path);
+    // Both by tree path: `/x.balance1` made `/x.balance2` is still where it was.
+    const from = treePath(old.mount_path);
+    const to = treePath(saved.mount_path);
+    if (from !== to) {
+      this.unmounted(from);
+      this.mounted(to, saved.id);
     } else if (saved.addition !== old.addition || saved.disable_index !== old.disable_index) {
       // The same place may show other content now (another root folder, bucket or alias target):
       // what mirrors hold below it may be the old storage's (search found files no longer there).
       // disable_index turned on must take the storage's rows out too (search kept finding its
       // files until a rebuild); turned off, the index lists it again.
-      this.changes?.emit({ kind: 'remounted', vpath: saved.mount_path, mounts: this.mounts.all().map((m) => m.record.mount_path) });
+      this.changes?.emit({ kind: 'remounted', vpath: to, mounts: this.treePaths() });
     }
     return change;
   }
 
-  private unmounted(vpath: string): void {
-    this.changes?.emit({ kind: 'unmounted', vpath, mounts: this.mounts.all().map((m) => m.record.mount_path) });
+  /**
+   * Mirrors of the tree (search index, WebDAV locks) know storages by where they sit in it: a
+   * `.balance` member's mount path is no place there (balance.ts treePath).
+   */
+  private treePaths(): string[] {
+    return this.mounts.all().map((m) => m.vpath);
   }
 
-  private mounted(vpath: string): void {
-    this.changes?.emit({ kind: 'mounted', vpath, mounts: this.mounts.all().map((m) => m.record.mount_path) });
+  /** Nothing is served at tree path `vpath` any more, unless another member of its `.balance` group is there. */
+  private unmounted(vpath: string): void {
+    // The group still serves the place (its members hold the same files): mirrors keep what they hold.
+    if (this.mounts.all().some((m) => m.vpath === vpath)) return;
+    this.changes?.emit({ kind: 'unmounted', vpath, mounts: this.treePaths() });
+  }
+
+  /** Storage `id` now serves tree path `vpath`. */
+  private mounted(vpath: string, id: number): void {
+    // Joined a `.balance` group already serving the place: the same files are served there.
+    if (this.mounts.all().some((m) => m.id !== id && m.vpath === vpath)) return;
+    this.changes?.emit({ kind: 'mounted', vpath, mounts: this.treePaths() });
   }
 
   delete(id: number): Promise<void> {
@@ -200,7 +218,7 @@ export class StorageService {
     await this.mounts.unmount(id);
     await this.store.storages.delete(id);
     // Mirrors of the tree (the search index) drop what they hold of it.
-    this.unmounted(record.mount_path);
+    this.unmounted(treePath(record.mount_path));
   }
 
   enable(id: number): Promise<StorageChange> {

@@ -112,7 +112,7 @@ export class Vfs implements VfsApi {
 
   /** The intent of reads made for `ctx`'s request: in a `.balance` group, all go to one member, in turns across requests. */
   private reading(ctx: AccessContext): Intent {
-    return { kind: 'read', request: ctx };
+    return { kind: 'read', request: ctx.request ?? ctx };
   }
 
   /**

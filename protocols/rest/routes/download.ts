@@ -55,7 +55,8 @@ function treePath(req: FastifyRequest, prefix: '/d' | '/p'): string {
  * for a path password; only then, and only after the sign verified, is the password skipped.
  */
 async function authorize(core: Core, req: FastifyRequest, path: string, signal: AbortSignal): Promise<{ ctx: AccessContext; storage?: StorageInfo }> {
-  const probe: AccessContext = { principal: LINK_PRINCIPAL, protocol: 'rest', ip: req.ip, signal };
+  // `request`: the signed context below reads from the `.balance` member the probe got (one turn per download).
+  const probe: AccessContext = { principal: LINK_PRINCIPAL, protocol: 'rest', ip: req.ip, signal, request: req };
   if (!core.settings.bool('sign_all')) {
     try {
       const storage = await core.vfs.storageOf(probe, path, 'read');
