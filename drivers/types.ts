@@ -318,6 +318,8 @@ export interface TreeAccess {
   stat(path: string, args: CallArgs): Promise<Obj>;
   list(path: string, args: ListArgs): Promise<Obj[]>;
   link(path: string, args: CallArgs): Promise<Link>;
+  /** The file's thumbnail as its storage makes it (VfsApi.thumbnail); undefined when it makes none. */
+  thumbnail(path: string, args: ThumbArgs): Promise<Link | undefined>;
   /** Creates missing parents; an existing folder is fine, an existing file is EXISTS. */
   mkdir(path: string, args: CallArgs): Promise<Obj>;
   /** Move or rename to the full path `dst`; EXISTS when taken; CROSS_MOUNT across storages. */

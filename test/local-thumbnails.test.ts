@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { addMeta, expectCode, list, makeUser, ok, startRestServer } from './fs-helpers.js';
+import { ffmpeg, pngSize } from './picture-helpers.js';
 import { createStorage } from './remote-servers.js';
 
 let ts: TestServer;
@@ -19,15 +20,7 @@ let admin: string;
 let root: string;
 let cache: string;
 
-const ffmpeg = (...args: string[]) => execFileSync('ffmpeg', ['-v', 'error', '-y', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
 const md5 = (s: string) => createHash('md5').update(s).digest('hex');
-
-/** Width and height from a PNG's IHDR, after checking the signature. */
-function pngSize(b: Buffer): { width: number; height: number } {
-  expect(b.subarray(0, 8).toString('hex')).toBe('89504e470d0a1a0a');
-  expect(b.subarray(12, 16).toString('latin1')).toBe('IHDR');
-  return { width: b.readUInt32BE(16), height: b.readUInt32BE(20) };
-}
 
 /**
  * `jpeg` with an EXIF APP1 segment right after its SOI saying Orientation `o` (6: turn 90° clockwise

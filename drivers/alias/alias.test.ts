@@ -25,6 +25,7 @@ function fakeTree(m: MemoryDriver): TreeAccess {
     stat: (p) => at(p),
     list: async (p) => m.list(await at(p)),
     link: async (p) => m.link(await at(p)),
+    thumbnail: async () => undefined, // Memory makes none
     mkdir: async (p: string, a: CallArgs) => {
       let cur = rootObj;
       for (const s of segments(p)) {

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Readable } from 'node:stream';
 import { isVfsError, STORAGE_DISABLED_MESSAGE, VfsError } from '../../src/errors.js';
 import { basename, isWithin, join, parent, segments, validateName } from '../../src/paths.js';
-import type { CallArgs, Driver, DriverContext, Link, ListArgs, Obj, PutArgs, RemoveArgs, TreeAccess } from '../types.js';
+import type { CallArgs, Driver, DriverContext, Link, ListArgs, Obj, PutArgs, RemoveArgs, ThumbArgs, TreeAccess } from '../types.js';
 import type { AliasOptions } from './index.js';
 import { parseTargets, resolve, type Targets } from './targets.js';
 
@@ -139,13 +139,25 @@ export class AliasDriver implements Driver {
     });
   }
 
+  /** The tree path of the file a file's link or thumbnail comes from: the first target holding it. */
+  private async fileTarget(file: Obj, args: CallArgs): Promise<string> {
+    if (file.isDir) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
+    const hit = (await this.found(file.path, args)).find((h) => !h.obj.isDir);
+    if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
+    return hit.real;
+  }
+
   link(file: Obj, args: CallArgs): Promise<Link> {
-    return this.via(async () => {
-      if (file.isDir) throw new VfsError('IS_A_DIR', undefined, { path: file.path });
-      const hit = (await this.found(file.path, args)).find((h) => !h.obj.isDir);
-      if (!hit) throw new VfsError('NOT_FOUND', undefined, { path: file.path });
-      return this.tree.link(hit.real, args);
-    });
+    return this.via(async () => this.tree.link(await this.fileTarget(file, args), args));
+  }
+
+  /**
+   * The target's thumbnail (listings offer one where the target's do: hasThumb is kept), asked of
+   * the tree so the target's rules hold. Its URL stays on the alias's path, signed for it; AList's
+   * alias gave the target's own thumb URL, which told the client the target's path.
+   */
+  thumbnail(file: Obj, args: ThumbArgs): Promise<Link | undefined> {
+    return this.via(async () => this.tree.thumbnail(await this.fileTarget(file, args), args));
   }
 }
 

@@ -3,7 +3,7 @@
  * through the VFS (storageOf) so tasks never look at mounts or drivers themselves.
  */
 import type { AccessContext } from '../auth/principal.js';
-import { isVfsError } from '../errors.js';
+import { isVfsError, STORAGE_DISABLED_MESSAGE } from '../errors.js';
 import { join, relativeTo } from '../paths.js';
 import type { VfsApi } from '../vfs/types.js';
 import { FatalTaskError } from './failures.js';
@@ -52,8 +52,11 @@ export function storagePin(v: unknown): StoragePin | undefined {
  */
 export async function pinStorage(vfs: VfsApi, ctx: AccessContext, userPath: string, pin: StoragePin | undefined, end: string): Promise<StoragePin | undefined> {
   // With a pin, a path nothing serves now (NOT_FOUND: no storage at `/` either) is the pinned storage
-  // gone too: the task failed `object not found` after its retries, not naming the storage.
-  const s = await vfs.storageOf(ctx, userPath).catch((e: unknown) => (pin && isVfsError(e, 'NOT_FOUND') ? undefined : Promise.reject(e)));
+  // gone too: the task failed `object not found` after its retries, not naming the storage. So is a
+  // path whose storage the admin disabled (it stays in the table, refusing): the task failed with
+  // `storage not init: disabled` and was retried for nothing.
+  const gone = (e: unknown) => isVfsError(e, 'NOT_FOUND') || (isVfsError(e, 'STORAGE_UNAVAILABLE') && e.message === STORAGE_DISABLED_MESSAGE);
+  const s = await vfs.storageOf(ctx, userPath).catch((e: unknown) => (pin && gone(e) ? undefined : Promise.reject(e)));
   if (pin && (!s || s.id !== pin.id || s.mountPath !== pin.mount)) throw storageGone(ctx, pin, end);
   return s && { id: s.id, mount: s.mountPath };
 }

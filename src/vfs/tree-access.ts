@@ -4,6 +4,8 @@
  * NOT_FOUND, password-protected ones PASSWORD_REQUIRED) and one storage's rules cannot be
  * side-stepped by aliasing it somewhere else.
  */
+import { Readable } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import type { Obj, TreeAccess } from '../../drivers/types.js';
 import { PERM, ROLE, type AccessContext, type Principal } from '../auth/principal.js';
 import type { Entry, VfsApi } from './types.js';
@@ -21,7 +23,9 @@ const TREE_PRINCIPAL: Principal = {
 };
 
 function toObj(e: Entry): Obj {
-  return { name: e.name, path: e.vpath, size: e.size, isDir: e.isDir, modified: e.modified, created: e.created, hashes: e.hashes, thumb: e.thumb };
+  const o: Obj = { name: e.name, path: e.vpath, size: e.size, isDir: e.isDir, modified: e.modified, created: e.created, hashes: e.hashes, thumb: e.thumb };
+  // Kept so an Alias's listings offer its target's thumbnails (AList's alias passes them on).
+  return e.hasThumb ? { ...o, hasThumb: true } : o;
 }
 
 export function treeAccessOf(vfs: VfsApi): TreeAccess {
@@ -37,6 +41,19 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
       const proxies = storage.webProxy || storage.config.only_proxy || storage.config.only_local;
       if (link.kind !== 'url' || !proxies) return link;
       return { kind: 'range', size: entry.size, open: async (range, signal) => (await vfs.read(ctx(signal), path, range)).stream, lease: link.lease };
+    },
+    thumbnail: async (path, a) => {
+      const t = await vfs.thumbnail(ctx(a.signal), path, a.source);
+      if (!t) return undefined;
+      if (t.size === undefined) {
+        // A link needs its size; a thumbnail of unknown size (a backend's address) is a few KiB.
+        const png = await buffer(t.stream);
+        return { kind: 'range', size: png.length, open: async (r) => Readable.from([png.subarray(r?.start ?? 0, r?.end === undefined ? undefined : r.end + 1)]) };
+      }
+      // The tree opened the picture already: handed over whole to the one reader it is for (the
+      // Alias's Vfs.thumbnail), not read into memory (a cached thumbnail is a file of any size).
+      const { stream, size } = t;
+      return { kind: 'range', size, open: async () => stream };
     },
     mkdir: async (path, a) => toObj(await vfs.mkdir(ctx(a.signal), path)),
     moveTo: async (src, dst, a) => toObj(await vfs.moveTo(ctx(a.signal), src, dst)),
