@@ -196,9 +196,11 @@ export class WriteHandle {
    * The storage was withdrawn: the put is aborted now, not at the handle's next request, so the old
    * instance is let go (the driver drops its temp file, a remote one its connection) while the
    * client leaves the handle idle. The WRITEs under way finish first; a CLOSE under way lands.
+   * The spill file goes too: every later request is refused, so nothing reads it again, and an
+   * update handle's (a copy of the whole file) took that much of DATA/tmp until the client's CLOSE.
    */
   private withdrawn(): void {
-    void this.chain.then(() => void (!this.closing && this.cutOff()));
+    void this.chain.then(() => (!this.closing && this.cutOff() ? this.dropSpill() : undefined)).catch(() => undefined);
   }
 
   write(offset: number, data: Buffer): Promise<void> {

@@ -111,7 +111,7 @@ export function copyRunner(vfs: VfsApi): KindRunner {
           size: entry.size, modified: entry.modified, overwrite: true, onlyOn,
           onProgress: (b) => t.setProgress(entry.size > 0 ? (b * 100) / entry.size : 100),
         }).catch(async (e: unknown) => {
-          if (srcGone && pins.src_storage) throw storageGone(ctx, pins.src_storage, 'source');
+          if (srcGone && pins.src_storage) throw await srcFailure(vfs, ctx, a.src, pins.src_storage, e);
           await checkPins(vfs, t, { ...a, ...pins }); // a storage gone: fail naming it, without retries
           throw e;
         });
@@ -122,6 +122,18 @@ export function copyRunner(vfs: VfsApi): KindRunner {
       }
     },
   };
+}
+
+/**
+ * Why a copy whose source's lease was withdrawn failed (`e`: its put's error). The pinned storage
+ * itself taken out (deleted, disabled, changed): fatal, naming it. Another instance the bytes came
+ * from (the `.balance` member the read took its turn on, an Alias's target) while the pinned
+ * storage still serves: `e`, so the task is retried and reads from what serves now. It failed for
+ * good naming the pinned storage, which the admin had not touched.
+ */
+async function srcFailure(vfs: VfsApi, ctx: AccessContext, src: string, pin: StoragePin, e: unknown): Promise<unknown> {
+  const pinned = await pinStorage(vfs, ctx, src, pin, 'source').then(() => true, () => false);
+  return pinned ? e : storageGone(ctx, pin, 'source');
 }
 
 /** Start a copy task of `src` to the full path `dst` for the caller (needs the copy bit). */

@@ -26,6 +26,7 @@
  * among its working members, writes go to its primary (./balance.ts). The admin API still shows each
  * storage at its own mount path; the tree shows `test` once.
  */
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { STORAGE_DISABLED_MESSAGE, VfsError } from '../errors.js';
 import { join, parent, segments } from '../paths.js';
@@ -189,6 +190,9 @@ export class MountTable {
       capabilities: NO_CAPABILITIES, status: 'initializing', ready, holds: 0, retired: false,
       withdrawal: new AbortController(),
     };
+    // One abort listener per SFTP handle or copy open on the instance (onWithdrawn), by design: past
+    // Node's default of 10, a client with 11 files open logged a "possible memory leak" warning.
+    setMaxListeners(0, m.withdrawal.signal);
     // The new instance takes the old one's place before the old one is retired (its watch stopped,
     // its driver dropped: a Local watch first finishes its scan of the tree): requests wait for the
     // new one's init. Unmounted first, the path belonged meanwhile to the storage above it: a
