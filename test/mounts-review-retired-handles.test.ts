@@ -13,13 +13,12 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { closeHandle, promised as p, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
+import { closeHandle, promised as p, readAt, readStatus, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok, putFile } from './fs-helpers.js';
-import { addLocalStorage, holdPutsOf, settle, until } from './tasks-helpers.js';
+import { addLocalStorage, changeStorage, holdPutsOf, settle, storageRow, until, type StorageChange, type StorageRow } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
-type Sftp = ssh2.SFTPWrapper;
 const { STATUS_CODE } = ssh2.utils.sftp;
 
 let ts: TestServer;
@@ -36,33 +35,25 @@ afterAll(async () => {
   await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })));
 });
 
-type Row = Record<string, unknown> & { id: number; mount_path: string; addition: string };
+type Row = StorageRow;
 
 /** A fresh Local storage at `mount`: its host root and its row (for update). */
 async function local(mount: string): Promise<{ root: string; row: Row }> {
   const root = await addLocalStorage(ts, admin, mount);
   roots.push(root);
-  const list = await ts.api<{ content: Row[] }>('/api/admin/storage/list', { token: admin });
-  return { root, row: list.data!.content.find((s) => s.mount_path === mount)! };
+  return { root, row: await storageRow(ts, admin, mount) };
 }
 
-type Change = 'delete' | 'disable' | 'root folder edit' | 'mount path edit' | 'remark edit';
+type Change = StorageChange | 'root folder edit';
 
 /** What the admin does to the storage `row` over REST; the host folder of a new root for the root folder edit. */
 async function change(what: Change, row: Row): Promise<void> {
-  const post = (path: string, body: unknown = {}) => ts.api(path, { token: admin, body });
-  if (what === 'delete') return ok(await post(`/api/admin/storage/delete?id=${row.id}`));
-  if (what === 'disable') return ok(await post(`/api/admin/storage/disable?id=${row.id}`));
-  if (what === 'remark edit') return ok(await post('/api/admin/storage/update', { ...row, remark: 'edited' }));
-  if (what === 'mount path edit') return ok(await post('/api/admin/storage/update', { ...row, mount_path: `${row.mount_path}-moved` }));
+  if (what !== 'root folder edit') return changeStorage(ts, admin, what, row);
   const other = (await local(`${row.mount_path}-other`)).root;
-  ok(await post('/api/admin/storage/update', { ...row, addition: JSON.stringify({ root_folder_path: other }) }));
+  ok(await ts.api('/api/admin/storage/update', { token: admin, body: { ...row, addition: JSON.stringify({ root_folder_path: other }) } }));
 }
 
-const read = (s: Sftp, h: Buffer, off: number, len: number) =>
-  p<Buffer>((cb) => s.read(h, Buffer.alloc(len), 0, len, off, (e, n, b) => cb(e, b.subarray(0, n))));
-/** The SFTP status a READ answered (undefined when it returned bytes). */
-const readStatus = (s: Sftp, h: Buffer, off: number) => statusCode((cb) => s.read(h, Buffer.alloc(4), 0, 4, off, (e) => cb(e)));
+const read = readAt;
 /** Files in a host folder, the Local driver's upload temp files included. */
 const hostNames = async (root: string) => (await readdir(root)).sort();
 

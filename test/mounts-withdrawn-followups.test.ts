@@ -13,13 +13,12 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { closeHandle, promised as p, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
+import { closeHandle, promised as p, readAt, readStatus, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok } from './fs-helpers.js';
-import { addLocalStorage, settle, until } from './tasks-helpers.js';
+import { addLocalStorage, changeStorage, settle, storageRow, until, type StorageChange, type StorageRow } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
 import { fdsOn } from './open-fds.js';
 
-type Sftp = ssh2.SFTPWrapper;
 const { STATUS_CODE } = ssh2.utils.sftp;
 
 let ts: TestServer;
@@ -36,12 +35,8 @@ afterAll(async () => {
   await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })));
 });
 
-type Row = Record<string, unknown> & { id: number; mount_path: string };
-
-async function rowOf(mount: string): Promise<Row> {
-  const list = await ts.api<{ content: Row[] }>('/api/admin/storage/list', { token: admin });
-  return list.data!.content.find((s) => s.mount_path === mount)!;
-}
+type Row = StorageRow;
+const rowOf = (mount: string) => storageRow(ts, admin, mount);
 
 /** A fresh Local storage at `mount`: its host root and its row. */
 async function local(mount: string): Promise<{ root: string; row: Row }> {
@@ -50,18 +45,9 @@ async function local(mount: string): Promise<{ root: string; row: Row }> {
   return { root, row: await rowOf(mount) };
 }
 
-type Change = 'delete' | 'disable' | 'remark edit';
+const change = (what: StorageChange, row: Row) => changeStorage(ts, admin, what, row);
 
-async function change(what: Change, row: Row): Promise<void> {
-  const post = (path: string, body: unknown = {}) => ts.api(path, { token: admin, body });
-  if (what === 'delete') return ok(await post(`/api/admin/storage/delete?id=${row.id}`));
-  if (what === 'disable') return ok(await post(`/api/admin/storage/disable?id=${row.id}`));
-  ok(await post('/api/admin/storage/update', { ...row, remark: 'edited' }));
-}
-
-const read = (s: Sftp, h: Buffer, off: number, len: number) =>
-  p<Buffer>((cb) => s.read(h, Buffer.alloc(len), 0, len, off, (e, n, b) => cb(e, b.subarray(0, n))));
-const readStatus = (s: Sftp, h: Buffer, off: number) => statusCode((cb) => s.read(h, Buffer.alloc(4), 0, 4, off, (e) => cb(e)));
+const read = readAt;
 /** Bounded wait for a state the server reaches on its own (no request on the handle meanwhile). */
 const soon = (what: string, cond: () => boolean | Promise<boolean>) => until(what, async () => ((await cond()) ? true : undefined), 10_000, 20);
 

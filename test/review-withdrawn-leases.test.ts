@@ -13,9 +13,9 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { closeHandle, promised as p, statusCode, uploadLeftovers, withSsh2Sftp, writeAt } from './clients/sftp.js';
+import { closeHandle, promised as p, readAt, statusCode, uploadLeftovers, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok } from './fs-helpers.js';
-import { addLocalStorage, settle, until } from './tasks-helpers.js';
+import { addLocalStorage, settle, storageRow, until, type StorageRow } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
 
 const { STATUS_CODE } = ssh2.utils.sftp;
@@ -37,12 +37,8 @@ afterAll(async () => {
   await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })));
 });
 
-type Row = Record<string, unknown> & { id: number; mount_path: string };
-
-async function rowOf(mount: string): Promise<Row> {
-  const list = await ts.api<{ content: Row[] }>('/api/admin/storage/list', { token: admin });
-  return list.data!.content.find((s) => s.mount_path === mount)!;
-}
+type Row = StorageRow;
+const rowOf = (mount: string) => storageRow(ts, admin, mount);
 
 async function local(mount: string): Promise<{ root: string; row: Row }> {
   const root = await addLocalStorage(ts, admin, mount);
@@ -50,8 +46,7 @@ async function local(mount: string): Promise<{ root: string; row: Row }> {
   return { root, row: await rowOf(mount) };
 }
 
-const read = (s: import('ssh2').SFTPWrapper, h: Buffer, off: number, len: number) =>
-  p<Buffer>((cb) => s.read(h, Buffer.alloc(len), 0, len, off, (e, n, b) => cb(e, b.subarray(0, n))));
+const read = readAt;
 
 describe('SFTP handles waiting on a storage\'s withdrawal', () => {
   it('twenty read handles open on one storage (an sshfs mount, a parallel download) raise no "possible memory leak" warning', async () => {

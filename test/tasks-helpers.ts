@@ -22,6 +22,28 @@ export async function addLocalStorage(ts: Api, admin: string, mount: string): Pr
   return root;
 }
 
+/** A storage as the admin API lists it. */
+export type StorageRow = Record<string, unknown> & { id: number; mount_path: string; addition: string };
+
+/** The admin API's row of the storage at `mount`. */
+export async function storageRow(ts: Api, admin: string, mount: string): Promise<StorageRow> {
+  const list = await ts.api<{ content: StorageRow[] }>('/api/admin/storage/list', { token: admin });
+  return list.data!.content.find((s) => s.mount_path === mount)!;
+}
+
+/** What an admin does to a storage that takes it out of the tree, or (a remark edit) does not. */
+export type StorageChange = 'delete' | 'disable' | 'mount path edit' | 'remark edit';
+
+/** Do `what` to the storage `row` over the admin API. */
+export async function changeStorage(ts: Api, admin: string, what: StorageChange, row: StorageRow): Promise<void> {
+  const post = (path: string, body: unknown = {}) => ts.api(path, { token: admin, body });
+  const r = what === 'delete' ? await post(`/api/admin/storage/delete?id=${row.id}`)
+    : what === 'disable' ? await post(`/api/admin/storage/disable?id=${row.id}`)
+      : what === 'remark edit' ? await post('/api/admin/storage/update', { ...row, remark: 'edited' })
+        : await post('/api/admin/storage/update', { ...row, mount_path: `${row.mount_path}-moved` });
+  expect(r.code, JSON.stringify(r)).toBe(200);
+}
+
 /** Write `n` small files with distinct contents into a host folder. */
 export async function makeFiles(dir: string, n: number): Promise<void> {
   await mkdir(dir, { recursive: true });

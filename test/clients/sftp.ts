@@ -160,6 +160,14 @@ export function writeAt(sftp: import('ssh2').SFTPWrapper, h: Buffer, off: number
   return promised<void>((cb) => sftp.write(h, b, 0, b.length, off, (e) => cb(e, undefined)));
 }
 
+/** READ up to `len` bytes at `off` through an open handle. */
+export const readAt = (sftp: import('ssh2').SFTPWrapper, h: Buffer, off: number, len: number) =>
+  promised<Buffer>((cb) => sftp.read(h, Buffer.alloc(len), 0, len, off, (e, n, b) => cb(e, b.subarray(0, n))));
+
+/** The SFTP status a READ at `off` answered (undefined when it returned bytes). */
+export const readStatus = (sftp: import('ssh2').SFTPWrapper, h: Buffer, off: number) =>
+  statusCode((cb) => sftp.read(h, Buffer.alloc(4), 0, 4, off, (e) => cb(e)));
+
 /** CLOSE a handle. */
 export const closeHandle = (sftp: import('ssh2').SFTPWrapper, h: Buffer) => promised<void>((cb) => sftp.close(h, (e) => cb(e, undefined)));
 
