@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { closeHandle, promised as p, readAt, readStatus, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok, putFile } from './fs-helpers.js';
-import { addLocalStorage, changeStorage, holdPutsOf, settle, storageRow, until, type StorageChange, type StorageRow } from './tasks-helpers.js';
+import { addLocalStorageRow, changeStorage, holdPutsOf, settle, until, type StorageChange, type StorageRow } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
 import type { TaskInfo } from '../src/tasks/types.js';
 
@@ -38,11 +38,7 @@ afterAll(async () => {
 type Row = StorageRow;
 
 /** A fresh Local storage at `mount`: its host root and its row (for update). */
-async function local(mount: string): Promise<{ root: string; row: Row }> {
-  const root = await addLocalStorage(ts, admin, mount);
-  roots.push(root);
-  return { root, row: await storageRow(ts, admin, mount) };
-}
+const local = (mount: string) => addLocalStorageRow(ts, admin, mount, roots);
 
 type Change = StorageChange | 'root folder edit';
 

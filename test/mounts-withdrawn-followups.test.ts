@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { closeHandle, promised as p, readAt, readStatus, statusCode, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok } from './fs-helpers.js';
-import { addLocalStorage, changeStorage, settle, storageRow, until, type StorageChange, type StorageRow } from './tasks-helpers.js';
+import { addLocalStorageRow, changeStorage, settle, storageRow, until, type StorageChange, type StorageRow } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
 import { fdsOn } from './open-fds.js';
 
@@ -39,11 +39,7 @@ type Row = StorageRow;
 const rowOf = (mount: string) => storageRow(ts, admin, mount);
 
 /** A fresh Local storage at `mount`: its host root and its row. */
-async function local(mount: string): Promise<{ root: string; row: Row }> {
-  const root = await addLocalStorage(ts, admin, mount);
-  roots.push(root);
-  return { root, row: await rowOf(mount) };
-}
+const local = (mount: string) => addLocalStorageRow(ts, admin, mount, roots);
 
 const change = (what: StorageChange, row: Row) => changeStorage(ts, admin, what, row);
 

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
 import { closeHandle, promised as p, readAt, statusCode, uploadLeftovers, withSsh2Sftp, writeAt } from './clients/sftp.js';
 import { ok } from './fs-helpers.js';
-import { addLocalStorage, settle, storageRow, until, type StorageRow } from './tasks-helpers.js';
+import { addLocalStorageRow, settle, storageRow, until } from './tasks-helpers.js';
 import { createStorage, holdingProxy } from './remote-servers.js';
 
 const { STATUS_CODE } = ssh2.utils.sftp;
@@ -37,14 +37,9 @@ afterAll(async () => {
   await Promise.all(roots.map((r) => rm(r, { recursive: true, force: true })));
 });
 
-type Row = StorageRow;
 const rowOf = (mount: string) => storageRow(ts, admin, mount);
 
-async function local(mount: string): Promise<{ root: string; row: Row }> {
-  const root = await addLocalStorage(ts, admin, mount);
-  roots.push(root);
-  return { root, row: await rowOf(mount) };
-}
+const local = (mount: string) => addLocalStorageRow(ts, admin, mount, roots);
 
 const read = readAt;
 

@@ -31,6 +31,13 @@ export async function storageRow(ts: Api, admin: string, mount: string): Promise
   return list.data!.content.find((s) => s.mount_path === mount)!;
 }
 
+/** addLocalStorage with the new storage's admin row (for updates); its root joins `roots`, for the caller's cleanup. */
+export async function addLocalStorageRow(ts: Api, admin: string, mount: string, roots: string[]): Promise<{ root: string; row: StorageRow }> {
+  const root = await addLocalStorage(ts, admin, mount);
+  roots.push(root);
+  return { root, row: await storageRow(ts, admin, mount) };
+}
+
 /** What an admin does to a storage that takes it out of the tree, or (a remark edit) does not. */
 export type StorageChange = 'delete' | 'disable' | 'mount path edit' | 'remark edit';
 
