@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import ssh2 from 'ssh2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestServer, type TestServer } from './harness.js';
-import { mountSshfs, promised as p, run, statusCode, withSsh2Sftp, writeAt as write, type SshfsMount } from './clients/sftp.js';
+import { closeHandle, mountSshfs, promised as p, readAt, run, statusCode, withSsh2Sftp, writeAt as write, type SshfsMount } from './clients/sftp.js';
 
 let s: TestServer;
 let sshfs: SshfsMount | undefined;
@@ -120,6 +120,42 @@ describe('an update OPEN while the same session still has the file open for writ
       expect(await statusCode((cb) => sf.close(h, cb))).toBeUndefined();
     });
     expect(await readFile(storage('late-close.log'), 'utf8')).toBe('1\n2\n3\n4\n');
+  });
+
+  // `head -c 8M /dev/zero > f && echo second > f` through sshfs: the kernel knows f, so the shell's
+  // `>` reaches us as OPEN WRITE|TRUNC without CREAT, and `cat f` as a read OPEN, either one possibly
+  // before the CLOSE of the write (a CI run failed the sshfs test above with "Directory nonexistent").
+  const WRITE_TRUNC = 0x02 | 0x10; // SSH_FXF_WRITE | SSH_FXF_TRUNC, no SSH_FXF_CREAT
+  it('a replacing OPEN (TRUNC, no CREAT) and a read OPEN find the file whose CLOSE comes after them', async () => {
+    await withSsh2Sftp(asAdmin(), async (sf) => {
+      const first = await p<Buffer>((cb) => sf.open('/late-replace.txt', 'w', cb));
+      await write(sf, first, 0, 'first');
+      const reading = p<Buffer>((cb) => sf.open('/late-replace.txt', 'r', cb));
+      const replacing = p<Buffer>((cb) => sf.open('/late-replace.txt', WRITE_TRUNC, cb));
+      expect(await statusCode((cb) => sf.close(first, cb))).toBeUndefined();
+      const r = await reading;
+      expect((await readAt(sf, r, 0, 100)).toString()).toBe('first');
+      await closeHandle(sf, r);
+      const h = await replacing;
+      await write(sf, h, 0, 'second');
+      expect(await statusCode((cb) => sf.close(h, cb))).toBeUndefined();
+    });
+    expect(await readFile(storage('late-replace.txt'), 'utf8')).toBe('second');
+  });
+
+  // A client holding its first handle open on purpose: the replacing OPEN goes on after the wait,
+  // for the file exists to this client (its STAT answers it); an update has nothing landed to start from.
+  it('with the first handle kept open, a replacing OPEN still succeeds and an update OPEN answers no such file', async () => {
+    await withSsh2Sftp(asAdmin(), async (sf) => {
+      const first = await p<Buffer>((cb) => sf.open('/held-open.txt', 'w', cb));
+      await write(sf, first, 0, 'first');
+      const h = await p<Buffer>((cb) => sf.open('/held-open.txt', WRITE_TRUNC, cb));
+      expect(await statusCode((cb) => sf.open('/held-open.txt', 'r+', cb))).toBe(2); // SSH_FX_NO_SUCH_FILE
+      await write(sf, h, 0, 'second');
+      expect(await statusCode((cb) => sf.close(h, cb))).toBeUndefined();
+      expect(await statusCode((cb) => sf.close(first, cb))).toBeUndefined();
+    });
+    expect(['first', 'second']).toContain(await readFile(storage('held-open.txt'), 'utf8'));
   });
 });
 

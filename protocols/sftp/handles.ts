@@ -147,15 +147,17 @@ export class HandleTable {
   }
 
   /**
-   * An update OPEN (writing without TRUNC: `>>`, an in-place edit) starts from the file as it is now.
-   * FUSE (sshfs) sends the CLOSE of the write before from its asynchronous release, which can reach
-   * us after this OPEN: the update then started from the file without that write, and its landing
-   * undid it (`echo 3 >> log` right after `echo 2 >> log` lost a line). So it waits for this
-   * session's writer still open on the path to land, at most WRITER_WAIT_MS: a client holding two
-   * handles on one file on purpose goes on as before.
+   * An OPEN that starts from the file as it is now waits for this session's writer still open on
+   * the path to land, at most WRITER_WAIT_MS (a client holding two handles on one file on purpose
+   * goes on as before). FUSE (sshfs) sends the CLOSE of the write before from its asynchronous
+   * release, which can reach us after this OPEN: an update (writing without TRUNC: `>>`, an in-place
+   * edit) started from the file without that write and its landing undid it (`echo 3 >> log` right
+   * after `echo 2 >> log` lost a line); a read, or a TRUNC without CREAT (the shell's `>` on a file
+   * the kernel knows), found no file yet (`cat f`, `echo x > f` right after writing f: ENOENT).
+   * Only a plain upload (CREAT|TRUNC) replaces whatever is there without looking.
    */
   private async afterWriterOf(path: string, flags: number): Promise<void> {
-    if (!(flags & (OPEN_MODE.WRITE | OPEN_MODE.APPEND)) || flags & OPEN_MODE.TRUNC) return;
+    if (flags & OPEN_MODE.CREAT && flags & OPEN_MODE.TRUNC) return;
     const w = this.writerOf(path);
     if (!w) return;
     let timer: NodeJS.Timeout | undefined;
@@ -242,10 +244,14 @@ export class HandleTable {
     const plain = (flags & OPEN_MODE.CREAT) !== 0 && (flags & OPEN_MODE.TRUNC) !== 0 && !(flags & OPEN_MODE.APPEND);
     const existing = plain ? undefined : await statOrUndefined(vfs, ctx, path);
     if (existing?.isDir) throw new VfsError('IS_A_DIR');
-    if (!plain && !existing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
     // A file this session is writing exists for its clients (STAT answers it) though it lands only at
-    // CLOSE: an exclusive create of it (a lock file taken by a second app on one sshfs mount) succeeded.
-    if (excl && (existing || this.writerOf(path))) throw new VfsError('EXISTS', 'file exists');
+    // CLOSE: replacing it (TRUNC without CREAT) found no file, and an exclusive create of it (a lock
+    // file taken by a second app on one sshfs mount) succeeded. An update of it still answers
+    // NOT_FOUND once afterWriterOf gave up: it has no landed content to start from.
+    const beingWritten = !existing && this.writerOf(path) !== undefined;
+    const replacing = beingWritten && (flags & OPEN_MODE.TRUNC) !== 0;
+    if (!plain && !existing && !replacing && !(flags & OPEN_MODE.CREAT)) throw new VfsError('NOT_FOUND');
+    if (excl && (existing || beingWritten)) throw new VfsError('EXISTS', 'file exists');
     const keep = existing && existing.size > 0 && !(flags & OPEN_MODE.TRUNC);
     // The session may have ended during the looks above (or while afterWriterOf waited): abortAll
     // has run, so a handle added now was never aborted: its put waited for a body forever, keeping
