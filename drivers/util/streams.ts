@@ -75,6 +75,25 @@ export function slice(src: Readable, offset: number, start: number, end?: number
   return out;
 }
 
+/**
+ * All of `src` in one buffer, at most `limit` bytes: past that `src` is destroyed and the read fails
+ * with UPSTREAM `${what} too large` (what a backend answers is read whole only where it is small by
+ * nature, and a hostile or broken one could send without end).
+ */
+export async function bufferAtMost(src: Readable, limit: number, what: string): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const c of src as AsyncIterable<Buffer>) {
+    n += c.length;
+    if (n > limit) {
+      src.destroy();
+      throw new VfsError('UPSTREAM', `${what} too large`);
+    }
+    parts.push(c);
+  }
+  return Buffer.concat(parts, n);
+}
+
 /** The longest prefix of `s` that is at most `max` bytes in UTF-8, never splitting a character. */
 export function utf8Prefix(s: string, max: number): string {
   let bytes = 0;

@@ -7,6 +7,7 @@ import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http'
 import https from 'node:https';
 import { pipeline, Readable } from 'node:stream';
 import { VfsError } from '../../src/errors.js';
+import { bufferAtMost } from '../util/streams.js';
 
 export interface DavResponse {
   status: number;
@@ -126,17 +127,7 @@ export class DavHttp {
 
 /** The whole body as text, bounded (a listing is never this large; a hostile server could be). */
 export async function text(res: DavResponse, limit = 64 * 1024 * 1024): Promise<string> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const c of res.body) {
-    n += (c as Buffer).length;
-    if (n > limit) {
-      res.body.destroy();
-      throw new VfsError('UPSTREAM', 'webdav: response too large');
-    }
-    parts.push(c as Buffer);
-  }
-  return Buffer.concat(parts).toString('utf8');
+  return (await bufferAtMost(res.body, limit, 'webdav: response')).toString('utf8');
 }
 
 export function basicAuth(username: string, password: string): string | undefined {

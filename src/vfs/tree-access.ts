@@ -5,8 +5,8 @@
  * side-stepped by aliasing it somewhere else.
  */
 import { Readable } from 'node:stream';
-import { buffer } from 'node:stream/consumers';
 import type { Obj, TreeAccess } from '../../drivers/types.js';
+import { bufferAtMost } from '../../drivers/util/streams.js';
 import { PERM, ROLE, type AccessContext, type Principal } from '../auth/principal.js';
 import type { Entry, VfsApi } from './types.js';
 
@@ -21,6 +21,9 @@ const TREE_PRINCIPAL: Principal = {
   otp: false,
   pwdTs: 0,
 };
+
+/** A thumbnail a backend answers at an address is a few KiB; more than this is refused, not held. */
+export const MAX_URL_THUMB_BYTES = 8 * 1024 * 1024;
 
 function toObj(e: Entry): Obj {
   const o: Obj = { name: e.name, path: e.vpath, size: e.size, isDir: e.isDir, modified: e.modified, created: e.created, hashes: e.hashes, thumb: e.thumb };
@@ -46,8 +49,9 @@ export function treeAccessOf(vfs: VfsApi): TreeAccess {
       const t = await vfs.thumbnail(ctx(a.signal), path, a.source);
       if (!t) return undefined;
       if (t.size === undefined) {
-        // A link needs its size; a thumbnail of unknown size (a backend's address) is a few KiB.
-        const png = await buffer(t.stream);
+        // A link needs its size; a thumbnail of unknown size (a backend's address) is a few KiB,
+        // read whole, but never more than MAX_URL_THUMB_BYTES of what that backend sends.
+        const png = await bufferAtMost(t.stream, MAX_URL_THUMB_BYTES, 'thumbnail');
         return { kind: 'range', size: png.length, open: async (r) => Readable.from([png.subarray(r?.start ?? 0, r?.end === undefined ? undefined : r.end + 1)]) };
       }
       // The tree opened the picture already: handed over whole to the one reader it is for (the
