@@ -36,6 +36,15 @@ export const MAX_THUMB_BYTES = 4 << 20;
 const RUN_TIMEOUT_MS = 30_000;
 /** What a failure message quotes of ffmpeg's own words. */
 const ERR_TEXT = 300;
+/**
+ * Demuxers that open other files or addresses named inside their input. An HLS playlist uploaded
+ * as `x.png`, naming `file:/any/host/video.mp4`, had ffmpeg make the thumbnail of that host file, a
+ * frame of a video outside every storage (DASH likewise). None of them makes a thumbnail of a real
+ * file here anyway: names in them are relative to /dev/fd/3. sdp, rtsp and rtp open sockets (the
+ * protocol whitelist ffmpeg gives a file input stops them too). ffmpeg takes a whitelist of
+ * demuxers but no blacklist: the tools are given every other demuxer ffmpeg lists.
+ */
+const NESTING_DEMUXERS = new Set(['hls', 'dash', 'concat', 'imf', 'sdp', 'rtsp', 'rtp']);
 
 export interface ThumbSettings {
   /** Absolute cache folder; '' for none. */
@@ -74,7 +83,8 @@ export interface ThumbFile {
 }
 
 export class Thumbnailer {
-  private ffmpeg: Promise<boolean> | undefined;
+  /** The tools' -format_whitelist; undefined when ffmpeg does not run. */
+  private formats: Promise<string | undefined> | undefined;
   private readonly slots: Slots | undefined;
 
   constructor(private readonly s: ThumbSettings, private readonly log: Logger) {
@@ -86,10 +96,15 @@ export class Thumbnailer {
   }
 
   /** Whether ffmpeg runs here; asked once, and a missing one is warned about once. */
-  available(): Promise<boolean> {
-    return (this.ffmpeg ??= runs('ffmpeg').then((ok) => {
-      if (!ok) this.log.warn('thumbnails need ffmpeg, which is not installed (Debian: apt-get install ffmpeg): listings offer none and thumbnail requests fail');
-      return ok;
+  async available(): Promise<boolean> {
+    return (await this.whitelist()) !== undefined;
+  }
+
+  private whitelist(): Promise<string | undefined> {
+    return (this.formats ??= demuxers().then((names) => {
+      if (names === undefined) this.log.warn('thumbnails need ffmpeg, which is not installed (Debian: apt-get install ffmpeg): listings offer none and thumbnail requests fail');
+      else if (names.length === 0) this.log.warn('thumbnails are off: no demuxer read from `ffmpeg -demuxers` (an output this server does not know)');
+      return names?.length ? names.filter((n) => !NESTING_DEMUXERS.has(n)).join(',') : undefined;
     }));
   }
 
@@ -102,8 +117,9 @@ export class Thumbnailer {
       const st = await stat(cached).catch(() => undefined);
       if (st?.isFile() && st.mtimeMs > f.stats.ctimeMs) return { kind: 'file', path: cached, size: st.size };
     }
-    if (!(await this.available())) throw new VfsError('NOT_SUPPORTED', 'thumbnails need ffmpeg, which is not installed on the server');
-    const make = () => this.make(f, source, signal);
+    const formats = await this.whitelist();
+    if (!formats) throw new VfsError('NOT_SUPPORTED', 'thumbnails need ffmpeg, which is not installed on the server');
+    const make = () => this.make(f, source, formats, signal);
     const png = await (this.slots ? this.slots.run(make, signal) : make());
     if (cached) await this.keep(cached, png);
     return {
@@ -112,14 +128,15 @@ export class Thumbnailer {
     };
   }
 
-  private async make(f: ThumbFile, source: 'image' | 'video', signal?: AbortSignal): Promise<Buffer> {
+  private async make(f: ThumbFile, source: 'image' | 'video', formats: string, signal?: AbortSignal): Promise<Buffer> {
     // The tools read the file we opened, as their /dev/fd/3: no file name reaches them. ffmpeg's
     // image reader takes a `%d` in a name for a numbered sequence (and then read a sibling file).
     const fh = await open(f.real, 'r');
+    const only = ['-format_whitelist', formats];
     try {
       const seek: string[] = [];
       if (source === 'video') {
-        const probed = await run('ffprobe', ['-v', 'error', '-show_entries', 'format=duration', '-of', 'default=noprint_wrappers=1:nokey=1', 'file:/dev/fd/3'], fh.fd, f.name, signal);
+        const probed = await run('ffprobe', ['-v', 'error', ...only, '-show_entries', 'format=duration', '-of', 'default=noprint_wrappers=1:nokey=1', 'file:/dev/fd/3'], fh.fd, f.name, signal);
         // Unknown (N/A: a stream without a duration): the first frame rather than a failure.
         const duration = Number.parseFloat(probed.toString()) || 0;
         const p = this.s.videoPos;
@@ -128,7 +145,7 @@ export class Thumbnailer {
         seek.push('-ss', at.toFixed(3), '-noaccurate_seek');
       }
       const png = await run('ffmpeg', [
-        '-v', 'error', '-nostdin', ...seek, '-i', 'file:/dev/fd/3',
+        '-v', 'error', '-nostdin', ...only, ...seek, '-i', 'file:/dev/fd/3',
         '-frames:v', '1', '-vf', `scale=${WIDTH}:-1:flags=lanczos`, '-f', 'image2pipe', '-vcodec', 'png', 'pipe:1',
       ], fh.fd, f.name, signal);
       if (png.length === 0) throw new VfsError('INVALID', `cannot make a thumbnail of ${f.name}: ffmpeg found no picture in it`);
@@ -160,12 +177,21 @@ export class Thumbnailer {
   }
 }
 
-/** Does `cmd -version` run and succeed. */
-function runs(cmd: string): Promise<boolean> {
+/** The demuxers `ffmpeg -demuxers` lists; undefined when ffmpeg does not run. */
+function demuxers(): Promise<string[] | undefined> {
   return new Promise((resolve) => {
-    const c = spawn(cmd, ['-version'], { stdio: 'ignore', timeout: RUN_TIMEOUT_MS });
-    c.on('error', () => resolve(false));
-    c.on('close', (code) => resolve(code === 0));
+    const c = spawn('ffmpeg', ['-hide_banner', '-demuxers'], { stdio: ['ignore', 'pipe', 'ignore'], timeout: RUN_TIMEOUT_MS });
+    let text = '';
+    c.stdout.setEncoding('utf8').on('data', (t: string) => (text += t));
+    c.on('error', () => resolve(undefined));
+    c.on('close', (code) => {
+      if (code !== 0) return resolve(undefined);
+      // After the legend's ` --` line, ` D  name  description` (` DE`, and ffmpeg 7's `d` column
+      // for devices, elsewhere); a name may hold commas (`mov,mp4,m4a,...`), as the whitelist does.
+      const lines = text.split('\n');
+      const body = lines.slice(lines.findIndex((l) => /^\s*-+\s*$/.test(l)) + 1);
+      resolve(body.flatMap((l) => /^\s*D[.E]?\s*d?\s+(\S+)/.exec(l)?.[1] ?? []));
+    });
   });
 }
 
