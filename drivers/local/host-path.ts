@@ -74,14 +74,18 @@ export class HostPaths {
   /**
    * resolveSync plus what is at the real path when that came for free: `stats` of the entry (not a
    * link, so they are its stat), undefined when nothing is there, null when not looked at (links,
-   * the root, the walk). Lookups use it to skip a second stat.
+   * the root, the walk). Lookups use it to skip a second stat. `memo: false` when nothing will be
+   * looked up inside a folder found there within this turn (an upload joins its target's name to
+   * the real path itself): remembering it cost a setImmediate, and so one more turn of the event
+   * loop (an epoll_wait and the immediate queue), per small PUT.
    */
-  resolveWithStats(dpath: string): { host: string; real: string; stats: Stats | undefined | null } {
+  resolveWithStats(dpath: string, memo = true): { host: string; real: string; stats: Stats | undefined | null } {
     const host = this.lexical(dpath);
-    return { host, ...this.realWithStats(host, dpath) };
+    const { real, stats } = this.realWithStats(host, dpath, memo);
+    return { host, real, stats };
   }
 
-  private realWithStats(host: string, dpath: string): { real: string; stats: Stats | undefined | null } {
+  private realWithStats(host: string, dpath: string, memo = true): { real: string; stats: Stats | undefined | null } {
     if (host === this.root) return { real: this.realRoot, stats: null };
     // Usually the folder exists and the last component is a plain entry or missing (an upload's
     // target): then the real path is the folder's realpath plus the name, found without an ENOENT
@@ -92,7 +96,7 @@ export class HostPaths {
         const real = nodePath.join(dirReal, nodePath.basename(host));
         const stats = lstatSync(real, { throwIfNoEntry: false });
         // A folder that is not a link: its real path is known now, for lookups inside it.
-        if (stats?.isDirectory()) this.remember(host, real);
+        if (memo && stats?.isDirectory()) this.remember(host, real);
         if (!stats?.isSymbolicLink()) return { real, stats };
       }
     } catch {

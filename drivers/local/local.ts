@@ -368,7 +368,7 @@ export class LocalDriver implements Driver {
     let target: string;
     let dirReal: string;
     try {
-      const dir = this.p.resolveWithStats(dstDir.path);
+      const dir = this.p.resolveWithStats(dstDir.path, false); // the target is joined to it here
       dirReal = dir.real;
       const st = dir.stats === null ? statSync(dirReal) : dir.stats;
       if (!st) throw new VfsError('NOT_FOUND', undefined, { path: dstDir.path });

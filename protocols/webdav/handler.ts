@@ -110,7 +110,7 @@ export function createDavHandler(deps: DavDeps): WebdavHandler {
       // A request the client gave up on is logged as 499 (nginx's "client closed request"), not as the
       // 200 Node's response still holds.
       const status = res.writableFinished ? res.statusCode : 499;
-      access.info({ method, path, status, ms, user, ...(res.writableFinished ? {} : { aborted: true }) }, 'webdav');
+      access.info(res.writableFinished ? { method, path, status, ms, user } : { method, path, status, ms, user, aborted: true }, 'webdav');
     });
     try {
       const p = userPathOf(req.url ?? '/');

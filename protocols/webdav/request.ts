@@ -145,11 +145,12 @@ export function sendStatus(res: ServerResponse, status: number, headers: Record<
   // 204 and 304 have no body, and RFC 9110 §8.6 forbids their Content-Length (on a 304 it would
   // be the file's length, not 0: a cache updating its copy's headers read the file as empty).
   const bodiless = status === 204 || status === 304;
-  res.writeHead(status, {
-    ...(text ? { 'Content-Type': body?.startsWith('<?xml') ? 'application/xml; charset=utf-8' : 'text/plain; charset=utf-8' } : {}),
-    ...(bodiless ? {} : { 'Content-Length': Buffer.byteLength(text) }),
-    ...headers,
-  });
+  // Built in place, not spread from three objects: every PUT answers through here.
+  const all: Record<string, string | number> = {};
+  if (text) all['Content-Type'] = body?.startsWith('<?xml') ? 'application/xml; charset=utf-8' : 'text/plain; charset=utf-8';
+  if (!bodiless) all['Content-Length'] = Buffer.byteLength(text);
+  for (const k in headers) all[k] = headers[k]!;
+  res.writeHead(status, all);
   res.end(text);
 }
 

@@ -295,8 +295,11 @@ export class MetaRules {
 
   /** Throwing form of canAccess: hidden → NOT_FOUND, password missing or wrong → PASSWORD_REQUIRED. */
   async assertAccess(p: Principal, vpath: string, password: string | undefined): Promise<void> {
-    if (await this.isHidden(p, vpath)) throw new VfsError('NOT_FOUND', undefined, { path: vpath });
-    if (!(await this.passwordOk(p, vpath, password))) throw new VfsError('PASSWORD_REQUIRED', undefined, { path: vpath });
+    // The rules are awaited once for both checks (every VFS call makes this one: a promise chain per
+    // check was a visible part of a small PUT's CPU).
+    const rules = await this.load();
+    if (hiddenIn(rules, p, vpath)) throw new VfsError('NOT_FOUND', undefined, { path: vpath });
+    if (!passwordOkIn(rules, p, vpath, password)) throw new VfsError('PASSWORD_REQUIRED', undefined, { path: vpath });
   }
 
   /** May `p` create or upload inside the folder `dirVpath`: write bit, or a meta write that reaches it. */

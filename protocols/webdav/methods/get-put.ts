@@ -125,9 +125,14 @@ export { statOrUndefined };
  * not replacing one). Such a PUT looks both paths up first, as before (409 before 423). Otherwise
  * (the common case) nothing can block the write, and vfs.put's own lookups answer 409 and 201/204.
  */
-async function preflight(dav: Dav): Promise<void> {
+function preflight(dav: Dav): Promise<void> | undefined {
   const targets = [{ path: dav.path }, { path: parentOf(dav.path) }];
-  if (!ifLists(dav) && !hasPreconditions(dav) && !blockingLocks(dav, targets, new Set()).length) return;
+  // Nothing to look up: no promise either (the common PUT).
+  if (!ifLists(dav) && !hasPreconditions(dav) && !blockingLocks(dav, targets, new Set()).length) return undefined;
+  return lookedUpPreflight(dav, targets);
+}
+
+async function lookedUpPreflight(dav: Dav, targets: Array<{ path: string }>): Promise<void> {
   // Both looked up at once: the parent matters only when the target is new.
   const [existing, parentDir] = await Promise.all([statOrUndefined(dav, dav.path), statOrUndefined(dav, parentOf(dav.path))]);
   if (existing?.isDir) throw new VfsError('IS_A_DIR');
@@ -160,7 +165,8 @@ export async function put(dav: Dav): Promise<void> {
   // `x/` names a collection: storing a file as `x` would answer a request the client did not make
   // (nginx's dav module answers 409 the same way).
   if ((dav.req.url ?? '').split('?', 1)[0]!.endsWith('/')) throw new DavError(409, 'cannot PUT to a collection');
-  await preflight(dav);
+  const checking = preflight(dav);
+  if (checking) await checking;
   const mtime = ocMtime(dav);
   const len = dav.req.headers['content-length'];
   const size = len !== undefined && /^\d+$/.test(len) ? Number(len) : undefined;
