@@ -82,6 +82,28 @@ export function webSeedTorrent(name: string, data: Buffer, webSeed: string): Buf
   return bencode({ info: { length: data.length, name, 'piece length': pieceLength, pieces: Buffer.concat(pieces) }, 'url-list': webSeed });
 }
 
+/** An entry of a multi-file torrent: a file with its bytes, or a BEP 47 symbolic link (`symlink`, relative to the torrent's folder). */
+export interface TorrentEntry {
+  path: string[];
+  data?: Buffer;
+  symlink?: string[];
+}
+
+/**
+ * A multi-file torrent with no tracker whose only source is an HTTP web seed (BEP 19): its files
+ * are fetched from `webSeed` + `name/` + their path. Links have no bytes; empty files need no source.
+ */
+export function multiFileTorrent(name: string, entries: TorrentEntry[], webSeed: string): Buffer {
+  const pieceLength = 16 * 1024;
+  const all = Buffer.concat(entries.map((e) => (e.symlink ? Buffer.alloc(0) : e.data ?? Buffer.alloc(0))));
+  const pieces: Buffer[] = [];
+  for (let i = 0; i < all.length; i += pieceLength) pieces.push(createHash('sha1').update(all.subarray(i, i + pieceLength)).digest());
+  const files = entries.map((e): Bencodable => (e.symlink
+    ? { length: 0, path: e.path, attr: 'l', 'symlink path': e.symlink }
+    : { length: e.data?.length ?? 0, path: e.path }));
+  return bencode({ info: { files, name, 'piece length': pieceLength, pieces: Buffer.concat(pieces) }, 'url-list': webSeed });
+}
+
 export interface Qbittorrent {
   port: number;
   /** The torrents qBittorrent lists under a task's tag. */

@@ -13,8 +13,8 @@
  * download was added, and fail (no retry) once the path no longer resolves to it (storage deleted
  * meanwhile), rather than writing into whatever storage serves the path now (e.g. the root).
  */
-import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
+import { lstat, mkdir, open, readdir, rm, rmdir } from 'node:fs/promises';
 import { basename as hostBase, dirname as hostDir, join as hostJoin, relative as hostRelative, sep as hostSep } from 'node:path';
 import type { Logger } from 'pino';
 import { can, type AccessContext } from '../../auth/principal.js';
@@ -53,6 +53,27 @@ const str = (v: unknown) => (typeof v === 'string' ? v : '');
  * trackers stay far below it.
  */
 export const MAX_URL_CHARS = 16 * 1024;
+
+/**
+ * Most files and folders one download may hand to transfers. Each becomes a transfer task (a record
+ * in memory and in tasks.jsonl, a worker's turn), MAX_UNDONE_PER_USER does not count a task's
+ * children, and empty files cost nothing against offline_download_max_size: a torrent of about 30
+ * bytes per empty file (3 MB for 100,000) made a task, and a temp file, for each, without bound.
+ */
+export const MAX_DOWNLOAD_ENTRIES = 10_000;
+
+/** How many files and folders lie below `dir` (links not followed), counted up to `max` + 1. */
+async function countEntries(dir: string, max: number): Promise<number> {
+  let n = 0;
+  const folders = [dir];
+  for (let d = folders.pop(); d !== undefined && n <= max; d = folders.pop()) {
+    for (const e of await readdir(d, { withFileTypes: true })) {
+      n++;
+      if (e.isDirectory()) folders.push(hostJoin(d, e.name));
+    }
+  }
+  return n;
+}
 
 /** Should the temp file go, given the policy and how its transfer ended. Unknown policy: keep (AList). */
 function shouldDelete(policy: string, succeeded: boolean): boolean {
@@ -198,7 +219,12 @@ export class Offline {
           },
         };
         await tool.download(job);
-        await this.startTransfers(t, dir, true);
+        await this.startTransfers(t, dir, true).catch(async (e: unknown) => {
+          // Refused before any transfer: the tool's job goes with the folder (a torrent left
+          // seeding files that are gone).
+          if (t.children().length === 0) await tool.forget?.(t.id, t.args, false, dir).catch(() => undefined);
+          throw e;
+        });
         await tool.afterComplete?.(job, t.setStatus);
       },
       // A download that ends without having started transfers leaves nothing worth keeping.
@@ -225,6 +251,9 @@ export class Offline {
     t.setStatus('offline download completed, maybe transferring');
     const names = await readdir(dir).catch((e: unknown) => (fresh ? Promise.reject(e) : []));
     if (fresh && names.length === 0) throw new Error('the download produced no file');
+    if (fresh && (await countEntries(dir, MAX_DOWNLOAD_ENTRIES)) > MAX_DOWNLOAD_ENTRIES) {
+      throw new FatalTaskError(`the download holds more than ${MAX_DOWNLOAD_ENTRIES} files and folders: nothing was transferred`);
+    }
     const dst = str(t.args.dst);
     const dstWhere = fmtWhere(await whereOf(this.vfs, t.ctx, dst));
     const started = new Set(t.children().map((c) => c.args.src));
@@ -244,11 +273,19 @@ export class Offline {
         const src = str(t.args.src);
         const dst = str(t.args.dst);
         await pinStorage(this.vfs, t.ctx, dst, storagePin(t.args.storage), 'destination');
-        const st = await stat(src).catch((e: unknown) => {
+        // lstat, never stat: a torrent may carry symbolic links (BEP 47), which libtorrent 2
+        // creates. Its check of their targets is lexical, so a link made below another link
+        // reaches out of the download (the data folder's store.json, /etc/passwd), and one may
+        // point at its own folder (copied over and over, unbounded). No link is followed: it is
+        // not transferred, and says so; the rest of the download still lands. Every folder on
+        // the way was checked the same way by the transfer that listed it.
+        const st = await lstat(src).catch((e: unknown) => {
           // E.g. removed by delete_policy when an earlier run failed: no retry can bring it back.
           if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new FatalTaskError(`the downloaded file is gone: ${hostRelative(this.tempRoot, src)}`);
           throw e;
         });
+        if (st.isSymbolicLink()) throw new FatalTaskError(`not transferred: ${hostRelative(this.tempRoot, src)} is a symbolic link`);
+        if (!st.isFile() && !st.isDirectory()) throw new FatalTaskError(`not transferred: ${hostRelative(this.tempRoot, src)} is not a regular file or folder`);
         const name = hostBase(src);
         if (st.isDirectory()) {
           const target = join(dst, name);
@@ -265,7 +302,8 @@ export class Offline {
           return;
         }
         t.setTotalBytes(st.size);
-        const body = createReadStream(src);
+        // O_NOFOLLOW: what is read is the file checked above, never a link that took its place.
+        const body = (await open(src, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW)).createReadStream();
         try {
           await this.vfs.put(t.ctx, join(dst, name), body, {
             size: st.size, modified: st.mtime, overwrite: true, onProgress: (b) => t.setProgress(st.size ? (b * 100) / st.size : 100),
@@ -305,9 +343,11 @@ export class Offline {
     const src = str(rec.args.src);
     const root = str(rec.args.root);
     if (!src || !root || !src.startsWith(root)) return;
-    const st = await stat(src).catch(() => undefined);
+    // lstat: a link's transfer fails (it is never followed); stat took a link to a folder for that
+    // folder, and the policy below then removed its files, which other transfers still had to read.
+    const st = await lstat(src).catch(() => undefined);
     const succeeded = rec.state === TASK_STATE.SUCCEEDED;
-    if (st?.isFile() && shouldDelete(str(rec.args.delete_policy), succeeded)) await rm(src, { force: true });
+    if ((st?.isFile() || st?.isSymbolicLink()) && shouldDelete(str(rec.args.delete_policy), succeeded)) await rm(src, { force: true });
     // A folder whose transfer failed or was cancelled (e.g. its name at the target is a file): the
     // entries no child transfer took over are its files, which the policy removes too (they were
     // kept for good before, whatever the policy said).
