@@ -34,6 +34,27 @@ const WIDTH = 144;
 export const MAX_THUMB_BYTES = 4 << 20;
 /** One ffmpeg or ffprobe run; far above a thumbnail of a 100-megapixel picture on a slow machine. */
 const RUN_TIMEOUT_MS = 30_000;
+/**
+ * Pictures above this many pixels get no thumbnail. ffmpeg allocates a whole frame before decoding
+ * it: a PNG of a few KB that declares 16000×16000 at 16-bit RGBA made ffmpeg take 2 GB for 40 s
+ * (ffmpeg itself refuses above about 268 megapixels). 100 megapixels keeps every camera's photo.
+ */
+export const MAX_PIXELS = 100_000_000;
+/**
+ * ffprobe's -max_alloc: it only reads dimensions and duration, but for an image it decodes the frame
+ * to learn them. Decoders set the dimensions before they allocate the frame, so one larger than this
+ * fails fast and the dimensions are still reported (checked with PNG and WebP); containers' indexes
+ * of long videos stay far below it.
+ */
+const PROBE_ALLOC = 64 << 20;
+/**
+ * ffmpeg's -max_alloc (one allocation; its default is 2 GiB): the bound for pictures ffprobe reports
+ * no dimensions of (some TIFFs, a truncated JPEG), and for a video whose frames grow after its first. A 100-megapixel frame
+ * of 8-bit RGBA is 400 MB; a larger one is refused (a 16-bit RGBA picture above 67 megapixels).
+ */
+const MAX_ALLOC = 512 << 20;
+/** What ffmpeg says when -max_alloc refused a frame. */
+const ALLOC_FAILED = /get_buffer\(\) failed|Cannot allocate memory/;
 /** What a failure message quotes of ffmpeg's own words. */
 const ERR_TEXT = 300;
 /**
@@ -86,6 +107,8 @@ export class Thumbnailer {
   /** The tools' -format_whitelist; undefined when ffmpeg does not run. */
   private formats: Promise<string | undefined> | undefined;
   private readonly slots: Slots | undefined;
+  /** Thumbnails being made, by the file's version (see shared). */
+  private readonly making = new Map<string, { png: Promise<Buffer>; waiters: number; stop: AbortController }>();
 
   constructor(private readonly s: ThumbSettings, private readonly log: Logger) {
     this.slots = s.concurrency > 0 ? new Slots(s.concurrency) : undefined;
@@ -119,13 +142,57 @@ export class Thumbnailer {
     }
     const formats = await this.whitelist();
     if (!formats) throw new VfsError('NOT_SUPPORTED', 'thumbnails need ffmpeg, which is not installed on the server');
-    const make = () => this.make(f, source, formats, signal);
-    const png = await (this.slots ? this.slots.run(make, signal) : make());
-    if (cached) await this.keep(cached, png);
+    // The name and lexical path too: they name the file in errors and its cache file.
+    const png = await this.shared(JSON.stringify([source, f.name, f.host, f.real, f.stats.ctimeMs]), signal, async (stop) => {
+      const make = () => this.make(f, source, formats, stop);
+      const made = await (this.slots ? this.slots.run(make, stop) : make());
+      if (cached) await this.keep(cached, made);
+      return made;
+    });
     return {
       kind: 'range', size: png.length,
       open: async (r) => Readable.from([png.subarray(r?.start ?? 0, r?.end === undefined ? undefined : r.end + 1)]),
     };
+  }
+
+  /**
+   * The thumbnail being made of one version of a file (`key`), made once for every request that
+   * asks while it is made. A folder's view asks each thumbnail once per viewer: N viewers (or one
+   * client asking N times) of a heavy picture ran ffmpeg N times at once, each with its own frame,
+   * and with thumb_concurrency 0 nothing bounded that. The run stops when the last waiter leaves.
+   */
+  private shared(key: string, signal: AbortSignal | undefined, make: (stop: AbortSignal) => Promise<Buffer>): Promise<Buffer> {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    let run = this.making.get(key);
+    if (!run) {
+      const stop = new AbortController();
+      const forget = () => {
+        if (this.making.get(key) === run) this.making.delete(key);
+      };
+      run = { png: make(stop.signal), waiters: 0, stop };
+      this.making.set(key, run);
+      run.png.then(forget, forget);
+    }
+    const joined = run;
+    joined.waiters++;
+    return new Promise<Buffer>((resolve, reject) => {
+      const onAbort = () => {
+        if (--joined.waiters === 0) {
+          // Gone from the map first: a request arriving now starts a run of its own, not this dying one.
+          if (this.making.get(key) === joined) this.making.delete(key);
+          joined.stop.abort(signal?.reason);
+        }
+        reject(abortError(signal));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      joined.png.then((png) => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve(png);
+      }, (e: unknown) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(e);
+      });
+    });
   }
 
   private async make(f: ThumbFile, source: 'image' | 'video', formats: string, signal?: AbortSignal): Promise<Buffer> {
@@ -134,20 +201,32 @@ export class Thumbnailer {
     const fh = await open(f.real, 'r');
     const only = ['-format_whitelist', formats];
     try {
+      // Dimensions first, for images too: a picture declaring too many pixels is refused before
+      // ffmpeg allocates its frame. The first video stream's (an image's only stream).
+      const probed = await run('ffprobe', [
+        '-v', 'error', '-max_alloc', String(PROBE_ALLOC), ...only, '-select_streams', 'v:0',
+        '-show_entries', 'stream=width,height:format=duration', '-of', 'default=noprint_wrappers=1', 'file:/dev/fd/3',
+      ], fh.fd, f.name, signal);
+      const info = new Map(probed.out.toString().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).trim()]));
+      // Unknown (N/A, 0: dimensions ffprobe could not read) leaves the bound to ffmpeg's -max_alloc.
+      const pixels = (Number(info.get('width')) || 0) * (Number(info.get('height')) || 0);
+      if (pixels > MAX_PIXELS) throw tooLarge(f.name, `${info.get('width')}×${info.get('height')}`);
       const seek: string[] = [];
       if (source === 'video') {
-        const probed = await run('ffprobe', ['-v', 'error', ...only, '-show_entries', 'format=duration', '-of', 'default=noprint_wrappers=1:nokey=1', 'file:/dev/fd/3'], fh.fd, f.name, signal);
         // Unknown (N/A: a stream without a duration): the first frame rather than a failure.
-        const duration = Number.parseFloat(probed.toString()) || 0;
+        const duration = Number.parseFloat(info.get('duration') ?? '') || 0;
         const p = this.s.videoPos;
         const at = 'share' in p ? duration * p.share : Math.min(p.seconds, duration);
         // noaccurate_seek: the key frame before `at`, so a position in the last frame still gives one.
         seek.push('-ss', at.toFixed(3), '-noaccurate_seek');
       }
-      const png = await run('ffmpeg', [
-        '-v', 'error', '-nostdin', ...only, ...seek, '-i', 'file:/dev/fd/3',
+      const made = await run('ffmpeg', [
+        '-v', 'error', '-nostdin', '-max_alloc', String(MAX_ALLOC), ...only, ...seek, '-i', 'file:/dev/fd/3',
         '-frames:v', '1', '-vf', `scale=${WIDTH}:-1:flags=lanczos`, '-f', 'image2pipe', '-vcodec', 'png', 'pipe:1',
       ], fh.fd, f.name, signal);
+      const png = made.out;
+      // ffmpeg may exit 0 after a frame it could not allocate, with no output.
+      if (png.length === 0 && ALLOC_FAILED.test(made.errText)) throw tooLarge(f.name);
       if (png.length === 0) throw new VfsError('INVALID', `cannot make a thumbnail of ${f.name}: ffmpeg found no picture in it`);
       return png;
     } finally {
@@ -177,6 +256,11 @@ export class Thumbnailer {
   }
 }
 
+/** The answer for a picture over MAX_PIXELS, or one -max_alloc refused a frame of. */
+function tooLarge(name: string, size?: string): VfsError {
+  return new VfsError('INVALID', `cannot make a thumbnail of ${name}: picture too large${size ? ` (${size}, over ${MAX_PIXELS / 1e6} megapixels)` : ''}`);
+}
+
 /** The demuxers `ffmpeg -demuxers` lists; undefined when ffmpeg does not run. */
 function demuxers(): Promise<string[] | undefined> {
   return new Promise((resolve) => {
@@ -197,10 +281,10 @@ function demuxers(): Promise<string[] | undefined> {
 
 /**
  * Run ffmpeg or ffprobe (argument array, no shell, stdin ignored) on the open file `fd`, given as
- * its fd 3, and collect what it writes up to MAX_THUMB_BYTES. Killed on abort (the client went
- * away), after RUN_TIMEOUT_MS and past the cap.
+ * its fd 3, and collect what it writes up to MAX_THUMB_BYTES, with the start of what it says. Killed
+ * on abort (the client went away), after RUN_TIMEOUT_MS and past the cap.
  */
-function run(cmd: string, args: string[], fd: number, name: string, signal?: AbortSignal): Promise<Buffer> {
+function run(cmd: string, args: string[], fd: number, name: string, signal?: AbortSignal): Promise<{ out: Buffer; errText: string }> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortError(signal));
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
@@ -231,7 +315,7 @@ function run(cmd: string, args: string[], fd: number, name: string, signal?: Abo
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       if (e) reject(e);
-      else resolve(Buffer.concat(out));
+      else resolve({ out: Buffer.concat(out), errText });
     };
     child.on('error', (e: NodeJS.ErrnoException) => {
       settle(failure ?? (e.code === 'ENOENT'
@@ -240,6 +324,7 @@ function run(cmd: string, args: string[], fd: number, name: string, signal?: Abo
     });
     child.on('close', (code) => {
       if (failure || code === 0) return settle(failure);
+      if (ALLOC_FAILED.test(errText)) return settle(tooLarge(name));
       // What the tool says is about /dev/fd/3 (never a host path): its last line names the problem.
       const why = errText.trim().split('\n').pop()?.replace(/^file:\/dev\/fd\/3: /, '').slice(0, ERR_TEXT) || `${cmd} exited with ${code}`;
       settle(new VfsError('INVALID', `cannot make a thumbnail of ${name}: ${why}`));
