@@ -9,7 +9,6 @@
  * that many zeros. The tools' peak memory is read from /proc while they run (the server runs in this
  * process, so they are its children).
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +16,7 @@ import { constants, crc32, deflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { list, ok, startRestServer } from './fs-helpers.js';
-import { ffmpeg, pngSize } from './picture-helpers.js';
+import { ffmpeg, pngSize, thumbTools, type ThumbTool } from './picture-helpers.js';
 import { createStorage } from './remote-servers.js';
 import { until } from './tasks-helpers.js';
 
@@ -61,40 +60,6 @@ function zeroPng(w: number, h: number, kind: 'gray8' | 'rgba64'): Buffer {
   return Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), pngChunk('IHDR', ihdr), pngChunk('IDAT', zlibZeros(h * row)), pngChunk('IEND', Buffer.alloc(0))]);
 }
 
-interface Tool {
-  pid: number;
-  /** VmHWM, KiB. */
-  peak: number;
-  /** The host file it reads as its fd 3 (thumbs.ts); '' once it exited. */
-  file: string;
-}
-
-/** This process's ffmpeg and ffprobe children right now. */
-function tools(): Tool[] {
-  const found: Tool[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after its last ')'.
-      const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
-      const end = stat.lastIndexOf(')');
-      const tool = stat.slice(stat.indexOf('(') + 1, end);
-      if (Number(stat.slice(end + 2).split(' ')[1]) !== process.pid || (tool !== 'ffmpeg' && tool !== 'ffprobe')) continue;
-      const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${name}/status`, 'latin1'));
-      let file = '';
-      try {
-        file = readlinkSync(`/proc/${name}/fd/3`);
-      } catch {
-        // a zombie has no fds
-      }
-      found.push({ pid: Number(name), peak: Number(hwm?.[1] ?? 0), file });
-    } catch {
-      // exited while we looked
-    }
-  }
-  return found;
-}
-
 interface Answer {
   status: number;
   type: string | null;
@@ -110,13 +75,13 @@ async function thumbUrl(mount: string, name: string): Promise<string> {
 }
 
 /** Fetch `url`, sampling the tools running until it answers. */
-async function sampled(url: string, sample: (now: Tool[]) => void): Promise<Omit<Answer, 'peak'>> {
+async function sampled(url: string, sample: (now: ThumbTool[]) => void): Promise<Omit<Answer, 'peak'>> {
   let done: Omit<Answer, 'peak'> | undefined;
   let failed: { error: unknown } | undefined;
   fetch(url).then(async (res) => (done = { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()) }))
     .catch((error: unknown) => (failed = { error }));
   return until(`the answer of ${url}`, async () => {
-    sample(tools());
+    sample(thumbTools());
     if (failed) throw failed.error;
     return done;
   }, 90_000, 10);

@@ -10,7 +10,6 @@
  * and to decode: long enough for every run to be seen by a poll, without timing anything.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { get as httpGet } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -18,7 +17,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestServer } from './harness.js';
 import { list, ok, startRestServer } from './fs-helpers.js';
-import { ffmpeg, pngSize } from './picture-helpers.js';
+import { ffmpeg, pngSize, thumbTools, type ThumbTool } from './picture-helpers.js';
 import { createStorage } from './remote-servers.js';
 import { until } from './tasks-helpers.js';
 
@@ -32,43 +31,9 @@ const stopped: number[] = [];
 
 const VIDEOS = ['v1.mkv', 'v2.mkv', 'v3.mkv', 'v4.mkv', 'v5.mkv', 'v6.mkv'];
 
-interface Run {
-  pid: number;
-  tool: string;
-  /** The host file the tool reads (its fd 3); '' once it exited and is not reaped yet (a zombie). */
-  file: string;
-}
-
-/** This process's ffmpeg and ffprobe children, zombies included (one not reaped is still there). */
-function runs(): Run[] {
-  const found: Run[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'latin1');
-    } catch {
-      continue; // exited while we looked
-    }
-    // `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after its last ')'.
-    const end = stat.lastIndexOf(')');
-    const tool = stat.slice(stat.indexOf('(') + 1, end);
-    const ppid = Number(stat.slice(end + 2).split(' ')[1]);
-    if (ppid !== process.pid || (tool !== 'ffmpeg' && tool !== 'ffprobe')) continue;
-    let file = '';
-    try {
-      file = readlinkSync(`/proc/${name}/fd/3`);
-    } catch {
-      // exited (a zombie has no fds), or about to
-    }
-    found.push({ pid: Number(name), tool, file });
-  }
-  return found;
-}
-
 /** Is `pid` still this process's child (running, stopped or a zombie). */
 function alive(pid: number): boolean {
-  return runs().some((r) => r.pid === pid);
+  return thumbTools().some((r) => r.pid === pid);
 }
 
 interface Answer {
@@ -94,12 +59,12 @@ function request(url: string): { answer: Promise<Answer>; abort(): void } {
 }
 
 /** Wait for an answer while sampling the tools running at every poll. */
-async function sampling<T>(what: string, answers: Promise<T>, sample: (r: Run[]) => void): Promise<T> {
+async function sampling<T>(what: string, answers: Promise<T>, sample: (r: ThumbTool[]) => void): Promise<T> {
   let result: { value: T } | undefined;
   let failure: { error: unknown } | undefined;
   answers.then((value) => (result = { value }), (error: unknown) => (failure = { error }));
   await until(what, async () => {
-    sample(runs());
+    sample(thumbTools());
     if (failure) throw failure.error;
     return result;
   }, 90_000, 10);
@@ -164,20 +129,20 @@ describe('Local thumbnail runs', () => {
     expect(most).toBe(2);
     // Runs were seen one after another, not just the first two: the bound held throughout.
     expect(seen.size).toBeGreaterThan(2);
-    expect(runs()).toEqual([]);
+    expect(thumbTools()).toEqual([]);
   });
 
   it('a client going away kills its running ffmpeg, a queued one never starts any, the slot is not leaked, the cache gets no file', async () => {
     const urls = await thumbUrls('/one');
     const [a, b, c] = VIDEOS.map((v) => join(root, v));
     const files = new Set<string>();
-    const note = (now: Run[]) => {
+    const note = (now: ThumbTool[]) => {
       for (const r of now) files.add(r.file);
     };
     const first = request(urls['v1.mkv']!);
     // The first request holds the only slot once its ffprobe runs: the next two wait in the queue.
     await until('ffprobe of the first video', async () => {
-      const now = runs();
+      const now = thumbTools();
       note(now);
       return now.some((r) => r.file === a) ? true : undefined;
     }, 60_000, 10);
@@ -185,7 +150,7 @@ describe('Local thumbnail runs', () => {
     const staying = request(urls['v3.mkv']!);
     // Its ffmpeg, stopped: it cannot finish by itself, so only a kill ends it.
     const held = await until('ffmpeg of the first video, stopped', async () => {
-      const now = runs();
+      const now = thumbTools();
       note(now);
       const r = now.find((x) => x.tool === 'ffmpeg' && x.file === a);
       if (!r) return undefined;
@@ -205,7 +170,7 @@ describe('Local thumbnail runs', () => {
     expect(await leavingAnswer).toBeInstanceOf(Error);
     // Killed (and reaped: no zombie), well before its 30 s run timeout would.
     await until('the stopped ffmpeg to be gone', async () => {
-      note(runs());
+      note(thumbTools());
       return alive(held) ? undefined : true;
     }, 15_000, 10);
     // The third request gets the slot and its thumbnail; the one that left never ran a tool.
@@ -214,7 +179,7 @@ describe('Local thumbnail runs', () => {
     // The slot is free again: the video of the request that left gets its thumbnail now.
     expectThumb(await sampling('a later request answered', request(urls['v2.mkv']!).answer, note));
     expect(files.has(b!)).toBe(true);
-    expect(runs()).toEqual([]);
+    expect(thumbTools()).toEqual([]);
     // Exactly the two thumbnails made whole: nothing of the killed run, no temp file left.
     const md5 = (s: string) => createHash('md5').update(s).digest('hex');
     expect((await readdir(cache)).sort()).toEqual([b!, c!].map((f) => `alist_thumb_${md5(f)}.png`).sort());
@@ -228,6 +193,6 @@ describe('Local thumbnail runs', () => {
     const env = JSON.parse(a.body.toString()) as { code: number; message: string };
     expect(env.code).toBe(400);
     expect(env.message).toMatch(/^cannot make a thumbnail of playlist\.png: /);
-    expect(runs()).toEqual([]);
+    expect(thumbTools()).toEqual([]);
   });
 });
