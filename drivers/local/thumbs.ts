@@ -207,7 +207,7 @@ export class Thumbnailer {
         '-v', 'error', '-max_alloc', String(PROBE_ALLOC), ...only, '-select_streams', 'v:0',
         '-show_entries', 'stream=width,height:format=duration', '-of', 'default=noprint_wrappers=1', 'file:/dev/fd/3',
       ], fh.fd, f.name, signal);
-      const info = new Map(probed.out.toString().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).trim()]));
+      const info = new Map(probed.toString().split('\n').map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1).trim()]));
       // Unknown (N/A, 0: dimensions ffprobe could not read) leaves the bound to ffmpeg's -max_alloc.
       const pixels = (Number(info.get('width')) || 0) * (Number(info.get('height')) || 0);
       if (pixels > MAX_PIXELS) throw tooLarge(f.name, `${info.get('width')}×${info.get('height')}`);
@@ -220,13 +220,10 @@ export class Thumbnailer {
         // noaccurate_seek: the key frame before `at`, so a position in the last frame still gives one.
         seek.push('-ss', at.toFixed(3), '-noaccurate_seek');
       }
-      const made = await run('ffmpeg', [
+      const png = await run('ffmpeg', [
         '-v', 'error', '-nostdin', '-max_alloc', String(MAX_ALLOC), ...only, ...seek, '-i', 'file:/dev/fd/3',
         '-frames:v', '1', '-vf', `scale=${WIDTH}:-1:flags=lanczos`, '-f', 'image2pipe', '-vcodec', 'png', 'pipe:1',
       ], fh.fd, f.name, signal);
-      const png = made.out;
-      // ffmpeg may exit 0 after a frame it could not allocate, with no output.
-      if (png.length === 0 && ALLOC_FAILED.test(made.errText)) throw tooLarge(f.name);
       if (png.length === 0) throw new VfsError('INVALID', `cannot make a thumbnail of ${f.name}: ffmpeg found no picture in it`);
       return png;
     } finally {
@@ -281,10 +278,10 @@ function demuxers(): Promise<string[] | undefined> {
 
 /**
  * Run ffmpeg or ffprobe (argument array, no shell, stdin ignored) on the open file `fd`, given as
- * its fd 3, and collect what it writes up to MAX_THUMB_BYTES, with the start of what it says. Killed
+ * its fd 3, and collect what it writes up to MAX_THUMB_BYTES. Killed
  * on abort (the client went away), after RUN_TIMEOUT_MS and past the cap.
  */
-function run(cmd: string, args: string[], fd: number, name: string, signal?: AbortSignal): Promise<{ out: Buffer; errText: string }> {
+function run(cmd: string, args: string[], fd: number, name: string, signal?: AbortSignal): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(abortError(signal));
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
@@ -315,7 +312,7 @@ function run(cmd: string, args: string[], fd: number, name: string, signal?: Abo
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       if (e) reject(e);
-      else resolve({ out: Buffer.concat(out), errText });
+      else resolve(Buffer.concat(out));
     };
     child.on('error', (e: NodeJS.ErrnoException) => {
       settle(failure ?? (e.code === 'ENOENT'
@@ -323,8 +320,10 @@ function run(cmd: string, args: string[], fd: number, name: string, signal?: Abo
         : new VfsError('UPSTREAM', `cannot run ${cmd}`, { cause: e })));
     });
     child.on('close', (code) => {
-      if (failure || code === 0) return settle(failure);
-      if (ALLOC_FAILED.test(errText)) return settle(tooLarge(name));
+      if (failure) return settle(failure);
+      // -max_alloc refused a frame: ffmpeg may even exit 0 then, having written nothing.
+      if (ALLOC_FAILED.test(errText) && (code !== 0 || size === 0)) return settle(tooLarge(name));
+      if (code === 0) return settle();
       // What the tool says is about /dev/fd/3 (never a host path): its last line names the problem.
       const why = errText.trim().split('\n').pop()?.replace(/^file:\/dev\/fd\/3: /, '').slice(0, ERR_TEXT) || `${cmd} exited with ${code}`;
       settle(new VfsError('INVALID', `cannot make a thumbnail of ${name}: ${why}`));
